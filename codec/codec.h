@@ -1,0 +1,419 @@
+/*
+ * codec — the Kafka wire protocol, as far as syncgate must understand it.
+ *
+ * Pure functions: no I/O, no libevent, no globals but constant tables.
+ * Field names follow the protocol spec (apache/kafka
+ * clients/src/main/resources/common/message/*.json).
+ *
+ * Reading: every decoder reads a frame *body* (the bytes after the 4-byte
+ * size prefix) given as an array of segments (`struct codec_iov`), so a frame
+ * held in a segmented buffer is decoded without being made contiguous; record
+ * data is skipped, never copied. The first error is sticky and remembers its
+ * offset; running out of bytes (CODEC_ERR_UNDERFLOW) and bad content
+ * (CODEC_ERR_BAD_MSG) are different errors; array counts are checked against
+ * limits before anything is allocated.
+ *
+ * Ownership: a decoded message owns its memory (strings, arrays) and is
+ * released with its `_free` function. Encoders append to a `struct codec_buf`,
+ * a growable buffer with a hard size limit.
+ *
+ * Threads: every function is thread-agnostic (no shared mutable state).
+ */
+#ifndef SYNCGATE_CODEC_H
+#define SYNCGATE_CODEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CODEC_WUR __attribute__((warn_unused_result))
+
+/* ------------------------------------------------------------------------ */
+/* Errors, segments, reader, writer                                         */
+/* ------------------------------------------------------------------------ */
+
+/** Decoder/encoder outcome. 0 is success. */
+enum codec_err {
+	CODEC_OK = 0,
+	CODEC_ERR_UNDERFLOW,   /* need more bytes (truncated input) */
+	CODEC_ERR_BAD_MSG,     /* malformed: negative length, bad varint, tags out of order, trailing bytes */
+	CODEC_ERR_LIMIT,       /* a count or size above its limit, or the output buffer's limit */
+	CODEC_ERR_UNSUPPORTED, /* api key or version this codec does not decode */
+	CODEC_ERR__COUNT
+};
+const char *codec_err_str(enum codec_err e);
+
+/** One contiguous piece of a frame. Borrowed; must outlive the decode call. */
+struct codec_iov {
+	const uint8_t *base;
+	size_t len;
+};
+
+/**
+ * Bounded reader over segments. Reads return everything asked for or set the
+ * sticky error; after an error every read returns zero values.
+ */
+struct codec_reader {
+	const struct codec_iov *iov;
+	int niov;
+	int seg;          /* current segment */
+	size_t seg_off;   /* offset inside the current segment */
+	size_t off;       /* absolute offset from the start */
+	size_t len;       /* total bytes */
+	enum codec_err err;
+	size_t err_off;   /* offset of the first error */
+};
+
+void codec_reader_init(struct codec_reader *r, const struct codec_iov *iov, int niov);
+
+/** Growable output buffer with a hard limit (curl dynbuf style). */
+struct codec_buf {
+	uint8_t *data;
+	size_t len;
+	size_t cap;
+	size_t limit;   /* growing past it sets err = CODEC_ERR_LIMIT */
+	enum codec_err err;
+};
+void codec_buf_init(struct codec_buf *b, size_t limit);
+void codec_buf_free(struct codec_buf *b);
+
+/** A byte range inside a frame body: a string or bytes field, not copied. */
+struct codec_slice {
+	size_t off;   /* absolute offset in the body */
+	int32_t len;  /* -1 for null */
+};
+
+/** Tagged fields this codec does not know, kept verbatim for re-encoding. */
+struct codec_tags {
+	uint8_t *raw;   /* the encoded fields (tag, size, data)… without the count */
+	size_t len;
+	uint32_t count;
+};
+
+/* ------------------------------------------------------------------------ */
+/* API table and headers                                                    */
+/* ------------------------------------------------------------------------ */
+
+/** API keys syncgate refers to by name (protocol spec `apiKey`). */
+enum codec_api_key {
+	CODEC_API_PRODUCE = 0,
+	CODEC_API_FETCH = 1,
+	CODEC_API_LIST_OFFSETS = 2,
+	CODEC_API_METADATA = 3,
+	CODEC_API_FIND_COORDINATOR = 10,
+	CODEC_API_SASL_HANDSHAKE = 17,
+	CODEC_API_API_VERSIONS = 18,
+	CODEC_API_SASL_AUTHENTICATE = 36,
+	CODEC_API_DESCRIBE_CLUSTER = 60,
+	CODEC_API_SHARE_FETCH = 78,
+	CODEC_API_SHARE_ACKNOWLEDGE = 79,
+};
+
+/** One row of the API table: every API key Apache Kafka 4.x knows. */
+struct codec_api {
+	int16_t key;
+	const char *name;       /* "Produce", "Metadata", ... */
+	int16_t flexible_from;  /* first flexible version; -1 if never */
+	int16_t decode_max;     /* highest version syncgate decodes; -1: opaque */
+};
+
+/** Table row for `api_key`, or NULL for a key Kafka 4.x does not have. */
+const struct codec_api *codec_api_get(int16_t api_key);
+/** Name of `api_key`, "Unknown" when not in the table. */
+const char *codec_api_name(int16_t api_key);
+/** Request header version (0, 1 or 2) for a request of this key/version. */
+int codec_request_header_version(int16_t api_key, int16_t api_version);
+/** Response header version (0 or 1); ApiVersions responses are always 0. */
+int codec_response_header_version(int16_t api_key, int16_t api_version);
+
+/** Request header (spec RequestHeader v0–v2). */
+struct codec_request_header {
+	int16_t api_key;
+	int16_t api_version;
+	int32_t correlation_id;
+	struct codec_slice client_id;   /* v1+; nullable */
+	size_t len;                     /* header bytes, including tagged fields */
+};
+
+/**
+ * Decode a request header from the start of a frame body.
+ * An unknown api key still decodes (as header v1) so it can be forwarded.
+ */
+enum codec_err codec_request_header_decode(const struct codec_iov *iov, int niov,
+					   struct codec_request_header *h) CODEC_WUR;
+
+/** Response header length for this request (4 for v0; v1 reads its tags). */
+enum codec_err codec_response_header_decode(const struct codec_iov *iov, int niov,
+					    int16_t api_key, int16_t api_version,
+					    int32_t *correlation_id, size_t *len) CODEC_WUR;
+
+/* ------------------------------------------------------------------------ */
+/* Error codes                                                              */
+/* ------------------------------------------------------------------------ */
+
+#define CODEC_ERROR_NONE 0
+#define CODEC_ERROR_UNKNOWN_SERVER_ERROR (-1)
+#define CODEC_ERROR_NOT_LEADER_OR_FOLLOWER 6
+#define CODEC_ERROR_REQUEST_TIMED_OUT 7
+#define CODEC_ERROR_NOT_ENOUGH_REPLICAS 19
+#define CODEC_ERROR_NOT_ENOUGH_REPLICAS_AFTER_APPEND 20
+#define CODEC_ERROR_UNSUPPORTED_VERSION 35
+#define CODEC_ERROR_UNKNOWN_TOPIC_ID 100
+
+/** Default provisional codes (the KIP leaves them TBD; configurable). */
+#define CODEC_ERROR_MIRROR_SYNC_REPLICATION_TIMEOUT_DEFAULT 190
+#define CODEC_ERROR_NOT_ENOUGH_REMOTE_REPLICAS_AFTER_APPEND_DEFAULT 191
+
+/** Produce v14 introduces the new codes; v14 is v13 on the wire. */
+#define CODEC_PRODUCE_V14 14
+
+/** Name of a Kafka error code ("NOT_LEADER_OR_FOLLOWER"), "UNKNOWN" if none. */
+const char *codec_error_name(int16_t code);
+/** True when Kafka marks the code retriable. */
+bool codec_error_retriable(int16_t code);
+
+/** The two provisional sync codes in force (from config). */
+struct codec_sync_codes {
+	int16_t mirror_sync_replication_timeout;          /* default 190 */
+	int16_t not_enough_remote_replicas_after_append;  /* default 191 */
+};
+
+/**
+ * Down-map a Produce partition error for the negotiated request version:
+ * for version < 14 either sync code becomes NOT_ENOUGH_REPLICAS_AFTER_APPEND
+ * (20); anything else is returned unchanged. KIP "Producer Client
+ * Compatibility".
+ */
+int16_t codec_produce_error_downmap(int16_t code, int16_t produce_version,
+				    const struct codec_sync_codes *codes);
+
+/* ------------------------------------------------------------------------ */
+/* ApiVersions (key 18)                                                     */
+/* ------------------------------------------------------------------------ */
+
+struct codec_api_version_range {
+	int16_t api_key;
+	int16_t min_version;
+	int16_t max_version;
+	struct codec_tags tags;
+};
+
+struct codec_api_versions_response {
+	int16_t error_code;
+	struct codec_api_version_range *api_keys;
+	size_t napi_keys;
+	int32_t throttle_time_ms;  /* v1+ */
+	struct codec_tags tags;    /* v3+: SupportedFeatures, FinalizedFeatures… kept verbatim */
+	bool v0_layout;            /* decoded as v0: UNSUPPORTED_VERSION reply to a newer request */
+};
+
+/**
+ * Decode an ApiVersions response body (after the v0 response header).
+ * A response whose ErrorCode is UNSUPPORTED_VERSION is decoded in the v0
+ * layout whatever `version` says (the broker answers an unknown request
+ * version that way), and `v0_layout` is set.
+ */
+enum codec_err codec_api_versions_response_decode(const struct codec_iov *iov, int niov,
+						  int16_t version,
+						  struct codec_api_versions_response *out) CODEC_WUR;
+/** Encode in the same layout it was decoded in (v0 when `v0_layout`). */
+enum codec_err codec_api_versions_response_encode(const struct codec_api_versions_response *m,
+						  int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_api_versions_response_free(struct codec_api_versions_response *m);
+
+/* ------------------------------------------------------------------------ */
+/* Broker endpoints: Metadata, FindCoordinator, DescribeCluster, NodeEndpoints */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Maps a broker's advertised address to the syncgate address that fronts the
+ * same node id. Return 0 and set *out_host (borrowed until the codec call
+ * returns) and *out_port; return -1 to leave the address as is.
+ */
+typedef int (*codec_endpoint_fn)(void *ctx, int32_t node_id, const char *host,
+				 int32_t port, const char **out_host, int32_t *out_port);
+
+/** A rewrite of a frame body: replace `del` bytes at `off` with `ins`. */
+struct codec_splice {
+	bool changed;            /* false: forward the body unchanged */
+	size_t off;
+	size_t del;
+	struct codec_buf ins;    /* owned; codec_buf_free() it */
+};
+
+/** True when responses of this api key/version can carry broker addresses. */
+bool codec_response_has_endpoints(int16_t api_key, int16_t api_version);
+
+/**
+ * Rewrite every broker address in a response body (after the response
+ * header) of Metadata, FindCoordinator (v0–3 single form and v4+
+ * Coordinators[]), DescribeCluster, Produce v10+ and Fetch v16+ NodeEndpoints
+ * (and ShareFetch/ShareAcknowledge NodeEndpoints). Node ids are kept. Bytes
+ * outside the rewritten part are left in place (for Fetch and Produce only
+ * the top-level tagged-field section is replaced, records are not touched).
+ * `out` is initialised by the call; free out->ins when done.
+ */
+enum codec_err codec_response_rewrite_endpoints(int16_t api_key, int16_t api_version,
+						const struct codec_iov *iov, int niov,
+						codec_endpoint_fn fn, void *ctx,
+						struct codec_splice *out) CODEC_WUR;
+
+/** A topic seen in a Metadata response: name and TopicId (v10+). */
+struct codec_metadata_topic {
+	int16_t error_code;
+	char *name;              /* nullable in v12+ */
+	uint8_t topic_id[16];    /* zero before v10 */
+	int32_t npartitions;
+};
+
+/** What syncgate learns from a Metadata response besides addresses. */
+struct codec_metadata_topics {
+	struct codec_metadata_topic *v;
+	size_t n;
+};
+
+/** Decode only the topics (names, ids, partition counts) of a Metadata response body. */
+enum codec_err codec_metadata_response_topics(const struct codec_iov *iov, int niov,
+					      int16_t version,
+					      struct codec_metadata_topics *out) CODEC_WUR;
+void codec_metadata_topics_free(struct codec_metadata_topics *t);
+
+/* ------------------------------------------------------------------------ */
+/* Produce (key 0)                                                          */
+/* ------------------------------------------------------------------------ */
+
+/** RecordBatch v2 header (the 61 bytes before the records). */
+struct codec_record_batch {
+	int64_t base_offset;
+	int32_t batch_length;
+	int32_t partition_leader_epoch;
+	int8_t magic;
+	int16_t attributes;      /* bits 0–2 compression, 4 transactional, 5 control */
+	int32_t last_offset_delta;
+	int64_t base_timestamp;
+	int64_t max_timestamp;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	int32_t base_sequence;
+	int32_t records_count;
+};
+
+struct codec_produce_partition_req {
+	int32_t index;
+	struct codec_slice records;   /* the records blob, never copied */
+	int32_t nbatches;
+	int64_t offset_span;          /* Σ (lastOffsetDelta + 1) over the batches */
+	struct codec_record_batch last_batch;
+};
+
+struct codec_produce_topic_req {
+	char *name;                   /* v0–v12; NULL in v13 */
+	uint8_t topic_id[16];         /* v13 */
+	struct codec_produce_partition_req *partitions;
+	size_t npartitions;
+};
+
+/** Produce request (spec ProduceRequest v3–v13; "v14" = v13 on the wire). */
+struct codec_produce_request {
+	char *transactional_id;       /* nullable */
+	int16_t acks;
+	int32_t timeout_ms;
+	struct codec_produce_topic_req *topics;
+	size_t ntopics;
+};
+
+/** Decode a Produce request body (after the request header). */
+enum codec_err codec_produce_request_decode(const struct codec_iov *iov, int niov,
+					    int16_t version,
+					    struct codec_produce_request *out) CODEC_WUR;
+void codec_produce_request_free(struct codec_produce_request *m);
+
+struct codec_produce_partition_resp {
+	int32_t index;
+	int16_t error_code;
+	int64_t base_offset;
+	int64_t log_append_time_ms;   /* v2+ */
+	int64_t log_start_offset;     /* v5+ */
+	uint8_t *record_errors_raw;   /* v8+: RecordErrors array, verbatim */
+	size_t record_errors_len;
+	char *error_message;          /* v8+; nullable */
+	bool has_current_leader;      /* v10+ tag 0 */
+	int32_t current_leader_id;
+	int32_t current_leader_epoch;
+	struct codec_tags tags;
+};
+
+struct codec_produce_topic_resp {
+	char *name;                   /* v0–v12 */
+	uint8_t topic_id[16];         /* v13 */
+	struct codec_produce_partition_resp *partitions;
+	size_t npartitions;
+	struct codec_tags tags;
+};
+
+struct codec_node_endpoint {
+	int32_t node_id;
+	char *host;
+	int32_t port;
+	char *rack;                   /* nullable */
+	struct codec_tags tags;
+};
+
+/** Produce response (spec ProduceResponse v3–v13). */
+struct codec_produce_response {
+	struct codec_produce_topic_resp *topics;
+	size_t ntopics;
+	int32_t throttle_time_ms;
+	struct codec_node_endpoint *node_endpoints; /* v10+ tag 0 */
+	size_t nnode_endpoints;
+	bool has_node_endpoints;
+	struct codec_tags tags;
+};
+
+enum codec_err codec_produce_response_decode(const struct codec_iov *iov, int niov,
+					     int16_t version,
+					     struct codec_produce_response *out) CODEC_WUR;
+enum codec_err codec_produce_response_encode(const struct codec_produce_response *m,
+					     int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_produce_response_free(struct codec_produce_response *m);
+
+/**
+ * Fail one partition: set ErrorCode, BaseOffset = -1, LogAppendTimeMs = -1,
+ * LogStartOffset = -1 and ErrorMessage (copied; NULL clears it). The message
+ * is only encoded for v8+. Returns -1 on allocation failure.
+ */
+int codec_produce_partition_fail(struct codec_produce_partition_resp *p, int16_t error_code,
+				 const char *message) CODEC_WUR;
+
+/* ------------------------------------------------------------------------ */
+/* Fetch (key 1) and ListOffsets (key 2)                                    */
+/* ------------------------------------------------------------------------ */
+
+/** Where one partition's offsets sit in a Fetch response body (for clamping). */
+struct codec_fetch_partition_pos {
+	size_t topic;                 /* index into the response's topics */
+	int32_t partition_index;
+	int16_t error_code;
+	int64_t high_watermark;
+	size_t high_watermark_off;    /* body offset of the int64 */
+	int64_t last_stable_offset;
+	size_t last_stable_offset_off;
+};
+
+/** Scan of a Fetch response (spec FetchResponse v4–v18); records skipped. */
+struct codec_fetch_response_scan {
+	char **topic_names;           /* v4–v12 (NULL entries in v13+) */
+	uint8_t (*topic_ids)[16];     /* v13+ */
+	size_t ntopics;
+	struct codec_fetch_partition_pos *partitions;
+	size_t npartitions;
+	size_t tags_off;              /* v12+: offset of the top-level tagged fields */
+};
+
+enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, int16_t version,
+					 struct codec_fetch_response_scan *out) CODEC_WUR;
+void codec_fetch_response_scan_free(struct codec_fetch_response_scan *s);
+
+/* ListOffsets request/response v1–v11: declared by the codec when added. */
+
+#endif

@@ -1,0 +1,247 @@
+/*
+ * conf — syncgate's settings and its observability base.
+ *
+ *  - Configuration: the YAML file (see shared/examples/syncgate.yaml and
+ *    docs/configuration.md) parsed with libyaml into `struct conf`, driven by
+ *    one settings table that gives parsing, defaults, validation and the
+ *    reference document. Errors are reported as `file:line:col: message`, all
+ *    at once.
+ *  - Logging: leveled, one line per event, key=value, to stderr.
+ *  - Metrics: a small registry of counters, gauges and histograms rendered in
+ *    the Prometheus text exposition format.
+ *
+ * Threads: conf_load() and conf_free() may be called from any thread; a
+ * loaded `struct conf` is immutable and shared read-only (a reload builds a
+ * new one and swaps it on the event-loop thread). Logging and metric updates
+ * are thread-safe (librdkafka and mirror worker threads use them too).
+ */
+#ifndef SYNCGATE_CONF_H
+#define SYNCGATE_CONF_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* ------------------------------------------------------------------------ */
+/* Configuration                                                            */
+/* ------------------------------------------------------------------------ */
+
+/** Deployment mode (config `mode`). */
+enum conf_mode {
+	CONF_MODE_SIDECAR, /* in front of one broker */
+	CONF_MODE_GATEWAY, /* one process, one listener port per broker id */
+};
+
+/** Offset strategy of a mirror (config `mirrors[].offsets`). */
+enum conf_offsets {
+	CONF_OFFSETS_PRESERVED, /* destination offsets == source offsets */
+	CONF_OFFSETS_MM2,       /* MirrorMaker 2 offset-syncs topic */
+};
+
+/** How `preserved` progress is gathered (config `mirrors[].progress`). */
+enum conf_progress {
+	CONF_PROGRESS_POLL, /* ListOffsets(latest) via offsets_for_times */
+	CONF_PROGRESS_TAIL, /* consumer at the end of gated partitions */
+};
+
+/** acks=1 Produce policy (config `gate.acks1`). */
+enum conf_acks1 {
+	CONF_ACKS1_PASS, /* acks=1 responses are never held */
+	CONF_ACKS1_GATE, /* acks=1 is gated like acks=all */
+};
+
+/** Whether to advertise Produce v14 (config `gate.advertise_produce_v14`). */
+enum conf_v14 {
+	CONF_V14_AUTO,  /* when the broker serves Produce v13 */
+	CONF_V14_NEVER,
+};
+
+/** A `host:port` pair; host is owned by the enclosing conf. */
+struct conf_addr {
+	char *host;
+	int port;
+};
+
+/** TLS settings, for either side (fields unused by a side stay NULL). */
+struct conf_tls {
+	bool enabled;          /* the `tls:` block is present */
+	char *cert;            /* PEM certificate (server side, or client cert) */
+	char *key;             /* PEM private key */
+	char *client_ca;       /* listener: require client certs signed by this */
+	char *ca;              /* upstream: CA bundle to verify the broker */
+	bool verify_hostname;  /* upstream: default true */
+};
+
+/** One `key: value` librdkafka property (values may come from secrets). */
+struct conf_prop {
+	char *name;
+	char *value;  /* secret-resolved; never log it */
+	bool secret;  /* came from ${file:...} or ${env:...} */
+};
+
+/** One registered mirror (destination cluster). KIP: "mirror" / link. */
+struct conf_mirror {
+	char *name;                 /* used by CLI, metrics and error messages */
+	char *bootstrap;            /* destination bootstrap servers */
+	struct conf_prop *props;    /* librdkafka properties for destination clients */
+	size_t nprops;
+	char *topic_name;           /* destination topic pattern, "{topic}" by default */
+	enum conf_offsets offsets;
+	enum conf_progress progress;
+	int poll_interval_ms;       /* default 5 */
+	char *mm2_offset_syncs_topic; /* default "mm2-offset-syncs.<name>.internal" */
+	char **sync_topics;         /* POSIX extended regexes, anchored (whole name) */
+	size_t nsync_topics;
+	int sync_topic_demote_timeout_ms; /* default 30000 */
+};
+
+/** The whole configuration. Immutable once loaded. */
+struct conf {
+	char *path;                 /* file it came from */
+	enum conf_mode mode;
+
+	struct conf_addr listen_kafka;  /* listen.kafka */
+	struct conf_tls listen_tls;     /* listen.tls */
+
+	struct conf_addr upstream_broker; /* upstream.broker */
+	int upstream_connect_timeout_ms;  /* default 5000 */
+	struct conf_tls upstream_tls;     /* upstream.tls */
+
+	char *advertise_template;   /* advertise.template, "{host}" / "{id}" */
+	struct conf_advertise_node {
+		int32_t node_id;
+		struct conf_addr addr;
+	} *advertise_nodes;         /* advertise.nodes (optional explicit map) */
+	size_t nadvertise_nodes;
+	int advertise_base_port;    /* gateway mode: node N served at base_port + N */
+
+	int64_t max_frame_bytes;                /* default 104857600 */
+	int64_t max_held_bytes_per_connection;  /* default 67108864 */
+	int64_t max_held_bytes;                 /* default 1073741824 */
+
+	int gate_max_hold_ms;       /* cap on a Produce request's TimeoutMs, default 30000 */
+	enum conf_acks1 gate_acks1;
+	enum conf_v14 gate_advertise_produce_v14;
+	int16_t code_mirror_sync_replication_timeout;         /* default 190 */
+	int16_t code_not_enough_remote_replicas_after_append; /* default 191 */
+
+	struct conf_mirror *mirrors;
+	size_t nmirrors;
+
+	char *state_topic;          /* default "__syncgate_state" */
+	int state_replication_factor; /* default 3 */
+
+	struct conf_addr admin_listen; /* default 127.0.0.1:9464 */
+	char *admin_token_file;     /* NULL: mutating admin calls refused */
+
+	int log_level;              /* enum log_level */
+};
+
+/** One configuration error, `file:line:col: message`. */
+struct conf_error {
+	int line, col;  /* 1-based; 0 when not tied to a position */
+	char *message;
+};
+
+/** The errors of one failed load; print with conf_errors_print(). */
+struct conf_errors {
+	char *path;
+	struct conf_error *v;
+	size_t n;
+};
+
+/**
+ * Parse and validate the YAML file at `path`.
+ * Returns a new conf (caller frees with conf_free()) or NULL with every error
+ * found appended to `errs` (caller frees with conf_errors_free()).
+ * Secrets (`${file:PATH}`, `${env:NAME}`) are resolved here.
+ * Any thread.
+ */
+struct conf *conf_load(const char *path, struct conf_errors *errs)
+	__attribute__((warn_unused_result));
+
+/** Same as conf_load() on an in-memory document (tests); `name` labels errors. */
+struct conf *conf_load_string(const char *name, const char *yaml, size_t len,
+			      struct conf_errors *errs)
+	__attribute__((warn_unused_result));
+
+/** Free a conf from conf_load(); NULL is fine. */
+void conf_free(struct conf *c);
+
+/** Print each error as `file:line:col: message\n` to stderr. */
+void conf_errors_print(const struct conf_errors *errs);
+void conf_errors_free(struct conf_errors *errs);
+
+/** Mirror by name or NULL. Borrowed from `c`. */
+const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name);
+
+/** Write the generated configuration reference (markdown) to `out`. */
+void conf_reference_write(FILE *out);
+
+/* ------------------------------------------------------------------------ */
+/* Logging                                                                  */
+/* ------------------------------------------------------------------------ */
+
+enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_LEVEL_COUNT };
+
+/** Set the threshold; messages above it are dropped. Any thread. */
+void conf_log_set_level(enum log_level lvl);
+enum log_level conf_log_get_level(void);
+/** Parse "error|warn|info|debug"; returns -1 on anything else. */
+int conf_log_level_parse(const char *s);
+const char *conf_log_level_str(enum log_level lvl);
+
+/**
+ * Write one line: `<iso8601 time> <LEVEL> <event> key=value ...`.
+ * `fmt` holds the key=value part; values with spaces should be quoted by the
+ * caller ("reason=\"%s\""). Any thread; lines never interleave.
+ */
+void conf_log(enum log_level lvl, const char *event, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define LOG_E(event, ...) conf_log(LOG_ERROR, event, __VA_ARGS__)
+#define LOG_W(event, ...) conf_log(LOG_WARN, event, __VA_ARGS__)
+#define LOG_I(event, ...) conf_log(LOG_INFO, event, __VA_ARGS__)
+#define LOG_D(event, ...) \
+	do { if (conf_log_get_level() >= LOG_DEBUG) conf_log(LOG_DEBUG, event, __VA_ARGS__); } while (0)
+
+/* ------------------------------------------------------------------------ */
+/* Metrics (Prometheus text exposition)                                     */
+/* ------------------------------------------------------------------------ */
+
+enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
+
+/** One time series (family + label values). Never freed; handles stay valid. */
+struct metric;
+
+/**
+ * Find or create a series. `name` is the family (e.g.
+ * "syncgate_frames_total"), `help` its HELP text (first registration wins),
+ * `labels` the rendered label set without braces (e.g.
+ * `api_key="Produce"`, or "" for none); label values must already be
+ * escaped. Histograms use `buckets` (ascending upper bounds, +Inf implied);
+ * NULL for other types. A family holds at most 1000 series: past that the
+ * extra series collapse into one with labels `overflow="true"` (bounded
+ * cardinality). Any thread; cache the handle on hot paths.
+ */
+struct metric *metric_get(enum metric_type type, const char *name, const char *help,
+			  const char *labels, const double *buckets, size_t nbuckets);
+
+/** Counter/gauge add (gauges may go down). Lock-free. Any thread. */
+void metric_add(struct metric *m, double v);
+/** Gauge set. Lock-free. Any thread. */
+void metric_set(struct metric *m, double v);
+/** Histogram observation. Lock-free. Any thread. */
+void metric_observe(struct metric *m, double v);
+/** Current value (counter/gauge) — for tests and /readyz. */
+double metric_value(const struct metric *m);
+
+/**
+ * Render every series in the text exposition format (version 0.0.4) into a
+ * malloc'd NUL-terminated string; caller frees. Any thread.
+ */
+char *metrics_render(void);
+
+#endif
