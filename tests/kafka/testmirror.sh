@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# testmirror.sh — run the offset-preserving test mirror (testmirror.c) in the background.
+#
+#   testmirror.sh start NAME [--from CLUSTER | --source BOOTSTRAP] [--to CLUSTER | --dest BOOTSTRAP]
+#                            --topic T [--topic T2...] [other testmirror options]
+#       --from/--to take cluster names started by cluster.sh in the same run dir.
+#       Builds the binary if needed (build-testmirror.sh; or set SG_TESTMIRROR).
+#   testmirror.sh stop NAME        SIGTERM (flushes), SIGKILL after 10 s
+#   testmirror.sh pause NAME       SIGSTOP: nothing is copied until resume (creates lag)
+#   testmirror.sh resume NAME      SIGCONT
+#   testmirror.sh pid NAME         print its pid
+# Log: $SG_RUN_DIR/logs/testmirror.NAME.log; pid file: $SG_RUN_DIR/pids/testmirror.NAME.pid
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+bootstrap_of() {
+  local f="$SG_RUN_DIR/clusters/$1/cluster.env"
+  [ -f "$f" ] || sg_die "no cluster '$1' in $SG_RUN_DIR"
+  sed -n 's/^BOOTSTRAP=//p' "$f"
+}
+
+[ $# -ge 2 ] || usage
+cmd="$1" name="$2"; shift 2
+sg_run_dir
+pf="$SG_RUN_DIR/pids/testmirror.$name.pid"
+lf="$SG_RUN_DIR/logs/testmirror.$name.log"
+case "$cmd" in
+  start)
+    sg_alive "$pf" && sg_die "testmirror $name already running"
+    args=()
+    while [ $# -gt 0 ]; do
+      case "$1" in
+        --from) args+=(--source "$(bootstrap_of "$2")"); shift 2 ;;
+        --to) args+=(--dest "$(bootstrap_of "$2")"); shift 2 ;;
+        *) args+=("$1"); shift ;;
+      esac
+    done
+    bin="${SG_TESTMIRROR:-$(bash "$SG_KAFKA_DIR/build-testmirror.sh")}"
+    sg_spawn "$pf" "$lf" "testmirror $name" "$bin" "${args[@]}"
+    for _ in $(seq 50); do
+      grep -q "started:" "$lf" 2>/dev/null && break
+      sg_alive "$pf" || { cat "$lf" >&2; sg_die "testmirror $name exited"; }
+      sleep 0.1
+    done
+    sg_log "testmirror $name: running (pid $(sg_pid "$pf")), log $lf"
+    ;;
+  stop) sg_stop_pidfile "$pf" 10; sg_log "testmirror $name: stopped" ;;
+  pause) sg_alive "$pf" || sg_die "testmirror $name not running"; kill -STOP "$(sg_pid "$pf")"; sg_log "testmirror $name: paused" ;;
+  resume) sg_alive "$pf" || sg_die "testmirror $name not running"; kill -CONT "$(sg_pid "$pf")"; sg_log "testmirror $name: resumed" ;;
+  pid) sg_alive "$pf" && sg_pid "$pf" ;;
+  *) usage ;;
+esac
