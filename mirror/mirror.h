@@ -83,6 +83,8 @@ bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic);
  * caller and must stay valid until the callback or mirror_wait_cancel().
  * If every part resolves at once, fills the outcomes and returns NULL
  * without calling `cb`. Otherwise returns a handle; `cb` runs later, once.
+ * Parts whose `outcome` is not MIRROR_PENDING on entry are already resolved
+ * by the caller and are left exactly as they are.
  * Loop thread.
  */
 struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_part *parts,
@@ -94,5 +96,108 @@ void mirror_wait_cancel(struct mirror_wait *w);
 
 /** Monotonic clock in ms, the gate's time base. Any thread. */
 int64_t mirror_now_ms(void);
+
+/* ------------------------------------------------------------------------ */
+/* Additions by the mirror module (not in the lead's first contract)        */
+/* ------------------------------------------------------------------------ */
+
+/** Mirror type of a (mirror, topic): KIP DesiredMirrorType / EffectiveMirrorType. */
+enum mirror_type {
+	MIRROR_ASYNC, /* replicated, never gates acks */
+	MIRROR_SYNC,  /* gates acks=all (when effective and not released) */
+	MIRROR_TYPE_COUNT
+};
+const char *mirror_type_str(enum mirror_type t);
+
+/** mirror_gate_new_ex() flags. */
+#define MIRROR_GATE_NO_WORKERS 0x1u /* start no librdkafka clients (tests: reports are injected) */
+
+/**
+ * mirror_gate_new() with flags; mirror_gate_new(b, c) == mirror_gate_new_ex(b, c, 0).
+ * With MIRROR_GATE_NO_WORKERS no thread or librdkafka client is started and
+ * progress only comes from mirror_gate_inject_report(). Loop thread.
+ */
+struct mirror_gate *mirror_gate_new_ex(struct event_base *base, const struct conf *conf,
+				       unsigned flags);
+
+/**
+ * One destination progress report for (mirror, source topic, partition), as
+ * the mirror workers send them. Any numeric field at -1 means "not in this
+ * report, keep the previous value".
+ */
+struct mirror_report {
+	const char *mirror;     /* mirror name (config `mirrors[].name`) */
+	const char *topic;      /* SOURCE topic name */
+	int32_t partition;
+	int32_t npartitions;    /* source partition count, or -1 */
+	int64_t progress;       /* first offset NOT yet durable on the destination ISR
+				 * (preserved: destination HW; mm2: greatest upstream
+				 * offset in offset-syncs + 1), or -1 */
+	int64_t source_hw;      /* source high watermark sampled BEFORE `progress`
+				 * (lag = source_hw − progress), or -1 */
+	int32_t isr;            /* destination partition ISR size, or -1 */
+	int32_t min_isr;        /* destination min.insync.replicas, or -1 */
+	const char *error;      /* NULL, or why this partition's progress failed
+				 * (e.g. "UNKNOWN_TOPIC_OR_PART"); counted in
+				 * syncgate_sync_partition_fetch_failures_total */
+};
+
+/**
+ * Queue a report as if a mirror worker had sent it (tests, and the lead's
+ * integration tools). Copies everything; applied on the loop thread when the
+ * loop next runs (like worker reports, through the same bridge). Unknown
+ * mirror names are dropped there. Any thread. Returns 0, or -1 on ENOMEM.
+ */
+int mirror_gate_inject_report(struct mirror_gate *g, const struct mirror_report *r);
+
+/** What the gate knows about one (mirror, source topic). */
+struct mirror_topic_info {
+	enum mirror_type desired;   /* SYNC when the topic matches sync_topics */
+	enum mirror_type effective; /* SYNC once promoted at lag zero */
+	bool released;              /* KIP sticky Released marker (lifecycle issue; false for now) */
+	int32_t npartitions;        /* source partition count, -1 unknown */
+	int64_t lag;                /* Σ partitions (source HW − progress), -1 if any unknown */
+	int32_t failing_partitions; /* partitions whose last progress attempt failed */
+	size_t held;                /* parts of held waits gated by this mirror on this topic */
+};
+
+/** What the gate knows about one (mirror, source topic, partition). */
+struct mirror_partition_info {
+	int64_t progress;           /* -1 unknown */
+	int64_t source_hw;          /* last source HW sample paired with progress, -1 unknown */
+	int32_t isr, min_isr;       /* -1 unknown */
+	int64_t failing_since_ms;   /* mirror_now_ms() of the first failure in a row, -1 when healthy */
+	char reason[64];            /* last failure reason, "" when healthy */
+	size_t held;                /* held parts waiting on this mirror here */
+};
+
+/**
+ * Describe (mirror, topic). Returns 0 and fills `out`, or -1 when the mirror
+ * is not configured (a topic the gate has not seen yet is reported with
+ * unknown figures and its desired type from sync_topics). Loop thread.
+ */
+int mirror_gate_topic_info(struct mirror_gate *g, const char *mirror, const char *topic,
+			   struct mirror_topic_info *out);
+int mirror_gate_partition_info(struct mirror_gate *g, const char *mirror, const char *topic,
+			       int32_t partition, struct mirror_partition_info *out);
+
+/**
+ * Every known (mirror, topic) as a JSON document (malloc'd, caller frees):
+ * {"mirrors":[{"name":..,"offsets":..,"progress":..,"topics":[{"topic":..,
+ * "destination_topic":..,"desired":"SYNC","effective":"ASYNC","released":false,
+ * "lag":..,"partitions":[{"partition":0,"progress":..,"source_hw":..,"lag":..,
+ * "isr":..,"min_isr":..,"failing_reason":..,"held":..}]}]}]}.
+ * `mirror`/`topic` filter by exact name when not NULL. NULL on ENOMEM. Loop thread.
+ */
+char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const char *topic);
+
+/**
+ * Destination topic of `source_topic` for mirror pattern `pattern`
+ * (config `mirrors[].topic_name`): every "{topic}" is replaced by the source
+ * topic name, all other text is literal ("{topic}" → identity,
+ * "primary.{topic}" → MirrorMaker 2's DefaultReplicationPolicy naming).
+ * malloc'd; NULL on ENOMEM. Any thread.
+ */
+char *mirror_destination_topic(const char *pattern, const char *source_topic);
 
 #endif
