@@ -1,0 +1,391 @@
+/*
+ * Connection pairs: accept, upstream connect, framing in both directions,
+ * backpressure, and close. One client connection is paired 1:1 with one
+ * upstream broker connection. Loop thread.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/bufferevent_ssl.h>
+#include <event2/dns.h>
+#include <openssl/err.h>
+
+#include "proxy/proxy.h"
+
+/* Buffered bytes past which the reading side is paused (libevent watermarks
+ * are only hints: these marks are our own caps on what one pair buffers). */
+#define FLOW_HIGH (4u << 20)
+#define FLOW_LOW  (1u << 20)
+
+static void client_read_cb(struct bufferevent *bev, void *arg);
+static void upstream_read_cb(struct bufferevent *bev, void *arg);
+static void client_write_cb(struct bufferevent *bev, void *arg);
+static void upstream_write_cb(struct bufferevent *bev, void *arg);
+static void client_event_cb(struct bufferevent *bev, short what, void *arg);
+static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
+
+static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
+
+static void conn_metrics_init(void)
+{
+	if (m_conns)
+		return;
+	m_conns = metric_get(METRIC_GAUGE, "syncgate_client_connections",
+			     "Client connections open now.", "", NULL, 0);
+	m_accepted = metric_get(METRIC_COUNTER, "syncgate_client_connections_accepted_total",
+				"Client connections accepted.", "", NULL, 0);
+	m_rejected_frames = metric_get(METRIC_COUNTER, "syncgate_rejected_frames_total",
+				       "Frames refused (oversized, malformed, TLS or HTTP on a plaintext port).",
+				       "", NULL, 0);
+	m_connect_fail = metric_get(METRIC_COUNTER, "syncgate_upstream_connect_failures_total",
+				    "Upstream broker connections that failed or timed out.", "", NULL, 0);
+}
+
+int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len,
+		  struct codec_iov *iov, int max)
+{
+	struct evbuffer_ptr p;
+	struct evbuffer_iovec vec[PROXY_MAX_IOV];
+	if (max > PROXY_MAX_IOV)
+		max = PROXY_MAX_IOV;
+	if (evbuffer_ptr_set(buf, &p, off, EVBUFFER_PTR_SET) < 0)
+		return -1;
+	int n = evbuffer_peek(buf, (ev_ssize_t)len, &p, vec, max);
+	if (n > max) { /* too fragmented: make the range contiguous */
+		if (!evbuffer_pullup(buf, (ev_ssize_t)(off + len)))
+			return -1;
+		evbuffer_ptr_set(buf, &p, off, EVBUFFER_PTR_SET);
+		n = evbuffer_peek(buf, (ev_ssize_t)len, &p, vec, max);
+	}
+	size_t left = len;
+	for (int i = 0; i < n; i++) {
+		iov[i].base = vec[i].iov_base;
+		iov[i].len = vec[i].iov_len < left ? vec[i].iov_len : left;
+		left -= iov[i].len;
+	}
+	return left == 0 ? n : -1;
+}
+
+static void conn_set_peer(struct proxy_conn *c, const struct sockaddr *sa)
+{
+	char host[INET6_ADDRSTRLEN] = "?";
+	int port = 0;
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+		inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+		port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+		inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+		port = ntohs(in6->sin6_port);
+	}
+	snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
+}
+
+static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	metric_add(m_connect_fail, 1);
+	LOG_W("upstream_connect_timeout", "conn=%llu upstream=%s:%d timeout_ms=%d",
+	      (unsigned long long)c->id, c->lst->upstream_host, c->lst->upstream_port,
+	      c->srv->conf->upstream_connect_timeout_ms);
+	proxy_conn_close(c, "upstream connect timeout");
+}
+
+static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	proxy_conn_close(c, c->close_reason);
+}
+
+void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
+		       const struct sockaddr *sa, int salen)
+{
+	struct proxy_server *srv = lst->srv;
+	conn_metrics_init();
+	if (srv->shutting_down) {
+		evutil_closesocket(fd);
+		return;
+	}
+	struct proxy_conn *c = calloc(1, sizeof(*c));
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
+	c->srv = srv;
+	c->lst = lst;
+	c->id = ++srv->next_conn_id;
+	c->state = PROXY_CONN_CONNECTING;
+	TAILQ_INIT(&c->fifo);
+	conn_set_peer(c, sa);
+
+	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+	if (srv->client_tls) {
+		SSL *ssl = SSL_new(srv->client_tls);
+		c->client = ssl ? bufferevent_openssl_socket_new(srv->base, fd, ssl,
+								 BUFFEREVENT_SSL_ACCEPTING, opts)
+				: NULL;
+	} else {
+		c->client = bufferevent_socket_new(srv->base, fd, opts);
+	}
+	if (srv->upstream_tls) {
+		SSL *ssl = SSL_new(srv->upstream_tls);
+		if (ssl) {
+			SSL_set_tlsext_host_name(ssl, lst->upstream_host);
+			if (srv->conf->upstream_tls.verify_hostname)
+				SSL_set1_host(ssl, lst->upstream_host);
+			c->upstream = bufferevent_openssl_socket_new(srv->base, -1, ssl,
+								     BUFFEREVENT_SSL_CONNECTING, opts);
+		}
+	} else {
+		c->upstream = bufferevent_socket_new(srv->base, -1, opts);
+	}
+	TAILQ_INSERT_TAIL(&srv->conns, c, link);
+	srv->nconns++;
+	metric_add(m_conns, 1);
+	metric_add(m_accepted, 1);
+	if (!c->client || !c->upstream) {
+		if (!c->client)
+			evutil_closesocket(fd);
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	bufferevent_setcb(c->client, client_read_cb, client_write_cb, client_event_cb, c);
+	bufferevent_setcb(c->upstream, upstream_read_cb, upstream_write_cb, upstream_event_cb, c);
+	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+
+	c->close_ev = evtimer_new(srv->base, deferred_close_cb, c);
+	if (!c->close_ev) {
+		proxy_conn_close(c, "out of memory");
+		return;
+	}
+	c->connect_timer = evtimer_new(srv->base, connect_timeout_cb, c);
+	struct timeval tv = { srv->conf->upstream_connect_timeout_ms / 1000,
+			      (srv->conf->upstream_connect_timeout_ms % 1000) * 1000 };
+	if (c->connect_timer)
+		evtimer_add(c->connect_timer, &tv);
+	if (bufferevent_socket_connect_hostname(c->upstream, srv->dns, AF_UNSPEC,
+						lst->upstream_host, lst->upstream_port) < 0) {
+		metric_add(m_connect_fail, 1);
+		proxy_conn_close(c, "upstream connect failed");
+		return;
+	}
+	LOG_D("conn_accept", "conn=%llu peer=%s upstream=%s:%d", (unsigned long long)c->id,
+	      c->peer, lst->upstream_host, lst->upstream_port);
+}
+
+void proxy_conn_close(struct proxy_conn *c, const char *reason)
+{
+	struct proxy_server *srv = c->srv;
+	LOG_D("conn_close", "conn=%llu peer=%s reason=\"%s\" in_flight=%zu",
+	      (unsigned long long)c->id, c->peer, reason, c->nfifo);
+	struct proxy_entry *e;
+	while ((e = TAILQ_FIRST(&c->fifo)))
+		proxy_entry_free(c, e);
+	if (c->connect_timer)
+		event_free(c->connect_timer);
+	if (c->close_ev)
+		event_free(c->close_ev);
+	if (c->client)
+		bufferevent_free(c->client);
+	if (c->upstream)
+		bufferevent_free(c->upstream);
+	TAILQ_REMOVE(&srv->conns, c, link);
+	srv->nconns--;
+	metric_add(m_conns, -1);
+	free(c);
+	proxy_server_conn_closed(srv);
+}
+
+/*
+ * Stop reading, send what is owed to the client, then close. Never frees
+ * `c` before returning: callers up the stack may still use it.
+ */
+void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
+{
+	if (c->state == PROXY_CONN_DRAINING)
+		return;
+	c->state = PROXY_CONN_DRAINING;
+	c->close_reason = reason;
+	bufferevent_disable(c->client, EV_READ);
+	if (c->upstream)
+		bufferevent_disable(c->upstream, EV_READ);
+	if (evbuffer_get_length(bufferevent_get_output(c->client)) == 0)
+		event_active(c->close_ev, EV_TIMEOUT, 0);
+}
+
+void proxy_conn_update_flow(struct proxy_conn *c)
+{
+	const struct conf *cf = c->srv->conf;
+	if (c->state == PROXY_CONN_DRAINING)
+		return;
+	size_t up_out = evbuffer_get_length(bufferevent_get_output(c->upstream));
+	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client));
+	bool over_held = c->held_bytes > (size_t)cf->max_held_bytes_per_connection ||
+			 c->srv->held_bytes > (size_t)cf->max_held_bytes;
+	bool pause_client = up_out > FLOW_HIGH || over_held ||
+			    (c->client_paused && up_out > FLOW_LOW);
+	if (pause_client != c->client_paused) {
+		c->client_paused = pause_client;
+		if (pause_client)
+			bufferevent_disable(c->client, EV_READ);
+		else
+			bufferevent_enable(c->client, EV_READ);
+		LOG_D("backpressure", "conn=%llu side=client paused=%d upstream_out=%zu held=%zu",
+		      (unsigned long long)c->id, pause_client, up_out, c->held_bytes);
+	}
+	bool pause_up = cl_out > FLOW_HIGH || (c->upstream_paused && cl_out > FLOW_LOW);
+	if (pause_up != c->upstream_paused) {
+		c->upstream_paused = pause_up;
+		if (pause_up)
+			bufferevent_disable(c->upstream, EV_READ);
+		else
+			bufferevent_enable(c->upstream, EV_READ);
+	}
+	/* a client paused for held bytes resumes from the release path, which
+	 * calls us; a frame may already be waiting in its input */
+	if (!c->client_paused && evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
+		bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
+}
+
+static const char *frame_hint(const uint8_t b[4])
+{
+	if (b[0] == 0x16 && b[1] == 0x03)
+		return "looks like a TLS ClientHello: is the client using TLS on a plaintext port?";
+	if (!memcmp(b, "GET ", 4) || !memcmp(b, "POST", 4) || !memcmp(b, "HEAD", 4) ||
+	    !memcmp(b, "PUT ", 4))
+		return "looks like HTTP: this is a Kafka port";
+	return "oversized or corrupt length prefix";
+}
+
+/*
+ * Peek the 4-byte size of the next frame. Returns the body size, or 0 when a
+ * whole frame is not there yet, or -1 when the frame must be refused.
+ */
+static int64_t frame_next(struct proxy_conn *c, struct evbuffer *in, const char *side)
+{
+	uint8_t b[4];
+	size_t avail = evbuffer_get_length(in);
+	if (avail < 4)
+		return 0;
+	evbuffer_copyout(in, b, 4);
+	int32_t size = (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
+				 (uint32_t)b[2] << 8 | b[3]);
+	if (size < 0 || size > c->srv->conf->max_frame_bytes) {
+		metric_add(m_rejected_frames, 1);
+		LOG_W("frame_refused", "conn=%llu peer=%s side=%s size=%d max_frame_bytes=%lld hint=\"%s\"",
+		      (unsigned long long)c->id, c->peer, side, size,
+		      (long long)c->srv->conf->max_frame_bytes, frame_hint(b));
+		return -1;
+	}
+	if (avail < (size_t)size + 4)
+		return 0;
+	return size;
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	while (!c->client_paused && c->state != PROXY_CONN_DRAINING) {
+		int64_t size = frame_next(c, in, "client");
+		if (size == 0)
+			break;
+		if (size < 0) {
+			proxy_conn_close(c, "client frame refused");
+			return;
+		}
+		if (proxy_request_handle(c, in, (size_t)size) < 0) {
+			metric_add(m_rejected_frames, 1);
+			proxy_conn_close(c, "malformed client frame");
+			return;
+		}
+		proxy_conn_update_flow(c);
+	}
+}
+
+static void upstream_read_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	struct evbuffer *in = bufferevent_get_input(bev);
+	while (!c->upstream_paused) {
+		int64_t size = frame_next(c, in, "upstream");
+		if (size == 0)
+			break;
+		if (size < 0 || proxy_response_handle(c, in, (size_t)size) < 0) {
+			proxy_conn_close(c, "malformed upstream frame");
+			return;
+		}
+		if (c->state == PROXY_CONN_DRAINING)
+			return; /* closed by the handler */
+		proxy_conn_update_flow(c);
+	}
+}
+
+static void client_write_cb(struct bufferevent *bev, void *arg)
+{
+	struct proxy_conn *c = arg;
+	if (c->state == PROXY_CONN_DRAINING &&
+	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
+		proxy_conn_close(c, c->close_reason);
+		return;
+	}
+	proxy_conn_update_flow(c);
+}
+
+static void upstream_write_cb(struct bufferevent *bev, void *arg)
+{
+	proxy_conn_update_flow(arg);
+}
+
+static void log_tls_errors(struct proxy_conn *c, struct bufferevent *bev, const char *side)
+{
+	unsigned long err;
+	while ((err = bufferevent_get_openssl_error(bev))) {
+		char buf[256];
+		ERR_error_string_n(err, buf, sizeof(buf));
+		LOG_W("tls_error", "conn=%llu peer=%s side=%s error=\"%s\"",
+		      (unsigned long long)c->id, c->peer, side, buf);
+	}
+}
+
+static void client_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	if (what & BEV_EVENT_ERROR)
+		log_tls_errors(c, bev, "client");
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+		proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
+}
+
+static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	if (what & BEV_EVENT_CONNECTED) {
+		if (c->connect_timer)
+			evtimer_del(c->connect_timer);
+		c->state = PROXY_CONN_OPEN;
+		return;
+	}
+	if (what & BEV_EVENT_ERROR) {
+		log_tls_errors(c, bev, "upstream");
+		if (c->state == PROXY_CONN_CONNECTING) {
+			metric_add(m_connect_fail, 1);
+			LOG_W("upstream_connect_failed", "conn=%llu upstream=%s:%d error=\"%s\"",
+			      (unsigned long long)c->id, c->lst->upstream_host, c->lst->upstream_port,
+			      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		}
+	}
+	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+		/* Whatever is READY at the head still goes out; held responses are
+		 * dropped (never a false ack): the client sees the connection close
+		 * and retries. */
+		proxy_fifo_flush(c);
+		bufferevent_free(c->upstream);
+		c->upstream = NULL;
+		proxy_conn_drain_close(c, "upstream closed");
+	}
+}

@@ -1,0 +1,297 @@
+/*
+ * The hold of gated Produce responses (shared/DESIGN.md §6). For each
+ * partition of an acks=all (or, with gate.acks1: gate, acks=1) Produce
+ * response with ErrorCode NONE whose topic has a gating mirror, the gate
+ * waits until every such mirror has the partition's last offset
+ * (BaseOffset + Σ(lastOffsetDelta+1) − 1). Then failed partitions get the
+ * sync error codes — down-mapped for request versions below 14 — BaseOffset
+ * −1 and a message naming the mirror, and the response becomes READY.
+ * Broker errors pass unchanged and are never held. Loop thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+static struct metric *m_held, *m_held_bytes, *m_outcome[MIRROR_OUTCOME_COUNT], *m_downmapped;
+
+static void hold_metrics_init(void)
+{
+	if (m_held)
+		return;
+	m_held = metric_get(METRIC_GAUGE, "syncgate_held_responses",
+			    "Produce responses held by the sync gate now.", "", NULL, 0);
+	m_held_bytes = metric_get(METRIC_GAUGE, "syncgate_held_bytes",
+				  "Bytes of Produce responses held by the sync gate now.", "", NULL, 0);
+	for (int o = MIRROR_SATISFIED; o < MIRROR_OUTCOME_COUNT; o++) {
+		char labels[64];
+		snprintf(labels, sizeof(labels), "outcome=\"%s\"", mirror_outcome_str(o));
+		m_outcome[o] = metric_get(METRIC_COUNTER, "syncgate_gated_partitions_total",
+					  "Gated Produce partitions by outcome.", labels, NULL, 0);
+	}
+	m_downmapped = metric_get(METRIC_COUNTER, "syncgate_downmapped_errors_total",
+				  "Sync error codes down-mapped to NOT_ENOUGH_REPLICAS_AFTER_APPEND "
+				  "for Produce versions below 14.", "", NULL, 0);
+}
+
+/* The source topic name of a request/response topic (v13: by TopicId). */
+static const char *topic_name(struct proxy_conn *c, const char *name, const uint8_t id[16])
+{
+	return name ? name : proxy_topic_ids_name(c->srv->topic_ids, id);
+}
+
+static bool acks_gated(const struct proxy_conn *c, int16_t acks)
+{
+	return acks == -1 || (acks == 1 && c->srv->conf->gate_acks1 == CONF_ACKS1_GATE);
+}
+
+static const struct codec_produce_partition_req *
+request_partition(struct proxy_conn *c, const struct codec_produce_request *req,
+		  const char *topic, int32_t index)
+{
+	for (size_t t = 0; t < req->ntopics; t++) {
+		const struct codec_produce_topic_req *rt = &req->topics[t];
+		const char *name = topic_name(c, rt->name, rt->topic_id);
+		if (!name || strcmp(name, topic))
+			continue;
+		for (size_t p = 0; p < rt->npartitions; p++)
+			if (rt->partitions[p].index == index)
+				return &rt->partitions[p];
+	}
+	return NULL;
+}
+
+static bool any_topic_gated(struct proxy_conn *c, const struct codec_produce_request *req)
+{
+	for (size_t t = 0; t < req->ntopics; t++) {
+		const char *name = topic_name(c, req->topics[t].name, req->topics[t].topic_id);
+		/* an id not learnt yet may name a gated topic: decode to find out */
+		if (!name || mirror_gate_is_gated(c->srv->gate, name))
+			return true;
+	}
+	return false;
+}
+
+/* Encode the (patched) response into a READY frame. */
+static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
+{
+	struct proxy_server *srv = c->srv;
+	struct codec_sync_codes codes = {
+		.mirror_sync_replication_timeout = srv->conf->code_mirror_sync_replication_timeout,
+		.not_enough_remote_replicas_after_append =
+			srv->conf->code_not_enough_remote_replicas_after_append,
+	};
+	for (size_t i = 0; i < e->nparts; i++) {
+		struct mirror_wait_part *wp = &e->parts[i];
+		metric_add(m_outcome[wp->outcome], 1);
+		if (wp->outcome == MIRROR_SATISFIED)
+			continue;
+		int16_t code = wp->outcome == MIRROR_TIMEOUT ? codes.mirror_sync_replication_timeout
+							      : codes.not_enough_remote_replicas_after_append;
+		int16_t sent = codec_produce_error_downmap(code, e->client_version, &codes);
+		if (sent != code)
+			metric_add(m_downmapped, 1);
+		struct codec_produce_partition_resp *p =
+			&e->resp->topics[e->part_pos[i].topic].partitions[e->part_pos[i].partition];
+		if (codec_produce_partition_fail(p, sent, wp->message) < 0)
+			return -1;
+		LOG_W("produce_partition_failed", "conn=%llu topic=%s partition=%d last_offset=%lld "
+		      "code=%d reason=\"%s\"", (unsigned long long)c->id, wp->topic, wp->partition,
+		      (long long)wp->last_offset, sent, wp->message);
+	}
+	for (size_t i = 0; i < e->resp->nnode_endpoints; i++) {
+		struct codec_node_endpoint *n = &e->resp->node_endpoints[i];
+		const char *host;
+		int32_t port;
+		if (proxy_advertise_endpoint(srv, n->node_id, n->host, n->port, &host, &port) == 0) {
+			char *h = strdup(host);
+			if (!h)
+				return -1;
+			free(n->host);
+			n->host = h;
+			n->port = port;
+		}
+	}
+	struct codec_buf body;
+	codec_buf_init(&body, (size_t)srv->conf->max_frame_bytes);
+	if (codec_produce_response_encode(e->resp, e->api_version, &body) != CODEC_OK) {
+		codec_buf_free(&body);
+		return -1;
+	}
+	e->out = evbuffer_new();
+	if (!e->out) {
+		codec_buf_free(&body);
+		return -1;
+	}
+	size_t len = e->hdr_len + body.len;
+	uint8_t size[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
+			    (uint8_t)len };
+	evbuffer_add(e->out, size, 4);
+	evbuffer_add(e->out, e->hdr, e->hdr_len);
+	evbuffer_add(e->out, body.data, body.len);
+	codec_buf_free(&body);
+	e->state = PROXY_ENTRY_READY;
+	return 0;
+}
+
+/* Give back the held bytes and let paused readers go on. */
+static void hold_release_bytes(struct proxy_conn *c, struct proxy_entry *e)
+{
+	if (!e->held_bytes)
+		return;
+	c->held_bytes -= e->held_bytes;
+	c->srv->held_bytes -= e->held_bytes;
+	metric_add(m_held, -1);
+	metric_add(m_held_bytes, -(double)e->held_bytes);
+	e->held_bytes = 0;
+}
+
+static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t nparts)
+{
+	struct proxy_entry *e = arg;
+	struct proxy_conn *c = e->conn;
+	e->wait = NULL;
+	hold_release_bytes(c, e);
+	if (hold_finish(c, e) < 0) {
+		proxy_conn_close(c, "could not encode a held Produce response");
+		return;
+	}
+	proxy_fifo_flush(c);
+	proxy_server_resume_paused(c->srv);
+}
+
+int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov)
+{
+	hold_metrics_init();
+	const struct codec_produce_request *req = e->produce;
+	if (!acks_gated(c, req->acks) || !any_topic_gated(c, req))
+		return 0;
+	struct codec_produce_response *resp = calloc(1, sizeof(*resp));
+	if (!resp)
+		return -1;
+	if (codec_produce_response_decode(iov, niov, e->api_version, resp) != CODEC_OK) {
+		codec_produce_response_free(resp);
+		free(resp);
+		return -1;
+	}
+	size_t n = 0;
+	for (size_t t = 0; t < resp->ntopics; t++)
+		n += resp->topics[t].npartitions;
+	e->parts = calloc(n ? n : 1, sizeof(*e->parts));
+	e->part_pos = calloc(n ? n : 1, sizeof(*e->part_pos));
+	if (!e->parts || !e->part_pos) {
+		codec_produce_response_free(resp);
+		free(resp);
+		return -1;
+	}
+	e->resp = resp;
+	e->nparts = 0;
+	for (size_t t = 0; t < resp->ntopics; t++) {
+		struct codec_produce_topic_resp *rt = &resp->topics[t];
+		const char *name = topic_name(c, rt->name, rt->topic_id);
+		for (size_t p = 0; p < rt->npartitions; p++) {
+			struct codec_produce_partition_resp *rp = &rt->partitions[p];
+			if (rp->error_code != CODEC_ERROR_NONE)
+				continue; /* broker errors pass unchanged, never held */
+			if (!name) {
+				/* a TopicId nobody told us about: fail safe, never ack */
+				struct mirror_wait_part *wp = &e->parts[e->nparts];
+				wp->topic = "?";
+				wp->partition = rp->index;
+				wp->outcome = MIRROR_TIMEOUT;
+				snprintf(wp->message, sizeof(wp->message),
+					 "syncgate: unknown TopicId, cannot confirm mirrors");
+				e->part_pos[e->nparts++] = (struct proxy_held_part){ t, p };
+				continue;
+			}
+			if (!mirror_gate_is_gated(c->srv->gate, name))
+				continue;
+			const struct codec_produce_partition_req *q =
+				request_partition(c, req, name, rp->index);
+			if (!q || q->offset_span <= 0 || rp->base_offset < 0)
+				continue; /* nothing appended: nothing to wait for */
+			struct mirror_wait_part *wp = &e->parts[e->nparts];
+			wp->topic = name;
+			wp->partition = rp->index;
+			wp->last_offset = rp->base_offset + q->offset_span - 1;
+			wp->outcome = MIRROR_PENDING;
+			e->part_pos[e->nparts++] = (struct proxy_held_part){ t, p };
+		}
+	}
+	if (e->nparts == 0) {
+		/* nothing gated after all: forward the original bytes */
+		codec_produce_response_free(resp);
+		free(resp);
+		e->resp = NULL;
+		return 0;
+	}
+	/* keep the response header (correlation id, tags) verbatim */
+	e->hdr = malloc(hdr_len);
+	if (!e->hdr)
+		return -1;
+	e->hdr_len = hdr_len;
+	struct evbuffer_ptr hp;
+	evbuffer_ptr_set(in, &hp, 4, EVBUFFER_PTR_SET);
+	evbuffer_copyout_from(in, &hp, e->hdr, hdr_len);
+	evbuffer_drain(in, len + 4);
+
+	e->conn = c;
+	e->held_bytes = len + 4 + sizeof(*e) + e->nparts * (sizeof(*e->parts) + sizeof(*e->part_pos));
+	c->held_bytes += e->held_bytes;
+	c->srv->held_bytes += e->held_bytes;
+	metric_add(m_held, 1);
+	metric_add(m_held_bytes, (double)e->held_bytes);
+
+	int32_t timeout = req->timeout_ms > 0 ? req->timeout_ms : 0;
+	/* release a little before the client's own request timeout fires, so
+	 * it gets the error code rather than a disconnect */
+	timeout -= timeout / 10 < 1000 ? timeout / 10 : 1000;
+	if (timeout > c->srv->conf->gate_max_hold_ms)
+		timeout = c->srv->conf->gate_max_hold_ms;
+	/* parts already failed safe go last; the gate sees only pending ones */
+	size_t npending = 0;
+	for (size_t i = 0; i < e->nparts; i++) {
+		if (e->parts[i].outcome != MIRROR_PENDING)
+			continue;
+		struct mirror_wait_part tp = e->parts[npending];
+		struct proxy_held_part tq = e->part_pos[npending];
+		e->parts[npending] = e->parts[i];
+		e->part_pos[npending] = e->part_pos[i];
+		e->parts[i] = tp;
+		e->part_pos[i] = tq;
+		npending++;
+	}
+	e->state = PROXY_ENTRY_HELD;
+	e->wait = npending ? mirror_gate_wait(c->srv->gate, e->parts, npending,
+					      e->arrival_ms + timeout, hold_done_cb, e)
+			   : NULL;
+	if (!e->wait) {
+		/* resolved at once (or every part failed safe above) */
+		hold_release_bytes(c, e);
+		if (hold_finish(c, e) < 0)
+			return -1;
+		proxy_fifo_flush(c);
+	}
+	return 1;
+}
+
+void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e)
+{
+	if (e->wait) {
+		mirror_wait_cancel(e->wait);
+		e->wait = NULL;
+	}
+	hold_release_bytes(c, e);
+	if (e->resp) {
+		codec_produce_response_free(e->resp);
+		free(e->resp);
+		e->resp = NULL;
+	}
+	free(e->parts);
+	free(e->part_pos);
+	free(e->hdr);
+	e->parts = NULL;
+	e->part_pos = NULL;
+	e->hdr = NULL;
+}

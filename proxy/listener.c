@@ -1,0 +1,81 @@
+/*
+ * Listening sockets. Sidecar mode: one listener (listen.kafka) whose
+ * connections go to upstream.broker. Gateway mode: the same bootstrap
+ * listener plus one listener per broker node id at advertise.base_port + id,
+ * opened the first time the node appears in a response. Loop thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+static void accept_cb(struct evconnlistener *ev, evutil_socket_t fd, struct sockaddr *sa,
+		      int salen, void *arg)
+{
+	proxy_conn_accept(arg, fd, sa, salen);
+}
+
+static void accept_error_cb(struct evconnlistener *ev, void *arg)
+{
+	int err = EVUTIL_SOCKET_ERROR();
+	LOG_W("accept_failed", "error=\"%s\"", evutil_socket_error_to_string(err));
+}
+
+int proxy_listener_open(struct proxy_server *srv, const char *host, int port, int32_t node_id,
+			const char *up_host, int up_port)
+{
+	struct proxy_listener *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -1;
+	l->srv = srv;
+	l->node_id = node_id;
+	snprintf(l->upstream_host, sizeof(l->upstream_host), "%s", up_host);
+	l->upstream_port = up_port;
+
+	struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+					 .ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_NUMERICSERV };
+	struct evutil_addrinfo *ai = NULL;
+	char portstr[16];
+	snprintf(portstr, sizeof(portstr), "%d", port);
+	int rc = evutil_getaddrinfo(host, portstr, &hints, &ai);
+	if (rc != 0 || !ai) {
+		LOG_E("listen_failed", "address=%s:%d error=\"%s\"", host, port, evutil_gai_strerror(rc));
+		free(l);
+		return -1;
+	}
+	l->ev = evconnlistener_new_bind(srv->base, accept_cb, l,
+					LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 1024,
+					ai->ai_addr, (int)ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (!l->ev) {
+		LOG_E("listen_failed", "address=%s:%d error=\"%s\"", host, port,
+		      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		free(l);
+		return -1;
+	}
+	evconnlistener_set_error_cb(l->ev, accept_error_cb);
+	TAILQ_INSERT_TAIL(&srv->listeners, l, link);
+	LOG_I("listening", "address=%s:%d node_id=%d upstream=%s:%d tls=%s", host, port, node_id,
+	      up_host, up_port, srv->client_tls ? "on" : "off");
+	return 0;
+}
+
+void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id, const char *host,
+				int32_t port)
+{
+	struct proxy_listener *l;
+	TAILQ_FOREACH(l, &srv->listeners, link) {
+		if (l->node_id == node_id) {
+			/* a broker may move: new connections follow its advertised address */
+			if (strcmp(l->upstream_host, host) || l->upstream_port != port) {
+				snprintf(l->upstream_host, sizeof(l->upstream_host), "%s", host);
+				l->upstream_port = port;
+			}
+			return;
+		}
+	}
+	if (srv->shutting_down)
+		return;
+	proxy_listener_open(srv, srv->conf->listen_kafka.host,
+			    srv->conf->advertise_base_port + node_id, node_id, host, port);
+}

@@ -1,0 +1,260 @@
+/*
+ * proxy — the transparent Kafka-protocol sidecar: libevent loop, listeners,
+ * client/upstream connection pairs, framing, the per-connection correlation
+ * FIFO with held entries, response rewriting (broker addresses, ApiVersions,
+ * Produce error codes), the hold of gated Produce responses, TLS, SASL v0
+ * passthrough, backpressure, and the admin HTTP server.
+ *
+ * Invariants (shared/DESIGN.md §3) kept here: responses leave a connection in
+ * request order; no broker address reaches a client; frames we don't rewrite
+ * pass byte-for-byte; held and buffered bytes are capped (past the caps we stop
+ * reading from clients); bad input closes only its own connection.
+ *
+ * Threads: everything here runs on the single event-loop thread, except
+ * syncgate-ctl (its own process).
+ */
+#ifndef SYNCGATE_PROXY_H
+#define SYNCGATE_PROXY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/buffer.h>
+#include <event2/listener.h>
+#include <openssl/ssl.h>
+
+#include "codec/codec.h"
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+
+struct proxy_server;
+struct proxy_conn;
+
+/* ------------------------------------------------------------------------ */
+/* Correlation FIFO                                                         */
+/* ------------------------------------------------------------------------ */
+
+/** Where a request's response stands. */
+enum proxy_entry_state {
+	PROXY_ENTRY_IN_FLIGHT, /* forwarded upstream, response not yet received */
+	PROXY_ENTRY_HELD,      /* response received, held by the sync gate */
+	PROXY_ENTRY_READY,     /* response bytes in `out`, waiting for its turn */
+	PROXY_ENTRY_STATE_COUNT
+};
+const char *proxy_entry_state_str(enum proxy_entry_state s);
+
+/** What kind of exchange an entry is. */
+enum proxy_entry_kind {
+	PROXY_ENTRY_KAFKA,     /* an ordinary request/response */
+	PROXY_ENTRY_INTERNAL,  /* syncgate's own Metadata request: response consumed, not sent */
+	PROXY_ENTRY_SASL_RAW,  /* a raw SASL token after SaslHandshake v0 */
+};
+
+/** The gate's view of one held partition (topic borrowed from the request). */
+struct proxy_held_part {
+	size_t topic;      /* index into the decoded response's topics */
+	size_t partition;  /* index into that topic's partitions */
+};
+
+/** One request awaiting (or holding) its response, in request order. */
+struct proxy_entry {
+	TAILQ_ENTRY(proxy_entry) link;
+	enum proxy_entry_kind kind;
+	enum proxy_entry_state state;
+	int32_t correlation_id;
+	int16_t api_key;
+	int16_t api_version;       /* as sent upstream */
+	int16_t client_version;    /* as the client sent it (Produce v14 → 13 upstream) */
+	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
+	struct codec_produce_request *produce; /* acks=all/1 Produce: decoded request; owned */
+	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
+	/* HELD */
+	struct proxy_conn *conn;               /* back pointer for the gate's callback */
+	uint8_t *hdr;                          /* response header bytes, verbatim; owned */
+	size_t hdr_len;
+	struct codec_produce_response *resp;   /* owned */
+	struct mirror_wait_part *parts;        /* owned; topic names borrowed from the entry */
+	struct proxy_held_part *part_pos;      /* owned, parallel to parts */
+	size_t nparts;
+	struct mirror_wait *wait;
+	size_t held_bytes;         /* response size counted against the hold caps */
+	/* READY */
+	struct evbuffer *out;      /* the response frame, size prefix included */
+};
+TAILQ_HEAD(proxy_fifo, proxy_entry);
+
+/* ------------------------------------------------------------------------ */
+/* Connections                                                              */
+/* ------------------------------------------------------------------------ */
+
+/** Connection pair state. */
+enum proxy_conn_state {
+	PROXY_CONN_CONNECTING, /* client accepted, upstream connect in progress */
+	PROXY_CONN_OPEN,       /* both sides up; frames flow */
+	PROXY_CONN_DRAINING,   /* one side closed: flush what's owed, then close */
+	PROXY_CONN_STATE_COUNT
+};
+const char *proxy_conn_state_str(enum proxy_conn_state s);
+
+/** A client connection paired 1:1 with an upstream broker connection. */
+struct proxy_conn {
+	TAILQ_ENTRY(proxy_conn) link;
+	struct proxy_server *srv;
+	struct proxy_listener *lst;    /* where it was accepted (gateway: node id) */
+	uint64_t id;                   /* for logs */
+	char peer[64];                 /* client address, for logs */
+	enum proxy_conn_state state;
+	struct bufferevent *client;    /* owned */
+	struct bufferevent *upstream;  /* owned */
+	struct event *connect_timer;   /* upstream connect timeout */
+	struct event *close_ev;        /* deferred close (DRAINING with nothing left to send) */
+	struct proxy_fifo fifo;        /* requests awaiting responses, in order */
+	size_t nfifo;
+	size_t held_bytes;             /* bytes of held responses */
+	int sasl_raw_left;             /* raw SASL v0 exchanges still expected; -1 unknown count */
+	bool sasl_raw;                 /* between SaslHandshake v0 and authentication end */
+	bool client_paused;            /* client reads disabled by backpressure */
+	bool upstream_paused;          /* upstream reads disabled by backpressure */
+	const char *close_reason;      /* DRAINING: why, for the log */
+};
+TAILQ_HEAD(proxy_conn_list, proxy_conn);
+
+/** A listening socket; in gateway mode one per broker node id. */
+struct proxy_listener {
+	TAILQ_ENTRY(proxy_listener) link;
+	struct proxy_server *srv;
+	struct evconnlistener *ev;
+	int32_t node_id;               /* gateway: the broker it fronts; -1 sidecar */
+	char upstream_host[256];       /* where its connections go */
+	int upstream_port;
+};
+TAILQ_HEAD(proxy_listener_list, proxy_listener);
+
+/** TopicId → name map, learnt from Metadata responses passing through. */
+struct proxy_topic_ids;
+
+/** The whole proxy: one per process, loop-thread owned. */
+struct proxy_server {
+	struct event_base *base;
+	struct evdns_base *dns;        /* upstream host names */
+	const struct conf *conf;       /* borrowed; swapped on reload */
+	struct mirror_gate *gate;      /* borrowed */
+	struct proxy_listener_list listeners;
+	struct proxy_conn_list conns;
+	SSL_CTX *client_tls;           /* NULL: plaintext listener */
+	SSL_CTX *upstream_tls;         /* NULL: plaintext upstream */
+	struct proxy_topic_ids *topic_ids;
+	size_t held_bytes;             /* global held bytes (limits.max_held_bytes) */
+	size_t nconns;
+	uint64_t next_conn_id;
+	bool broker_has_produce_v13;   /* learnt from ApiVersions responses */
+	bool shutting_down;
+	struct event *shutdown_timer;
+	struct sync_codes { int16_t timeout, not_enough_remote; } codes;
+};
+
+/**
+ * Create the proxy: TLS contexts, the listener (sidecar) or the bootstrap
+ * listener (gateway). `conf` and `gate` are borrowed for the server's life.
+ * Returns NULL and logs why on failure. Loop thread.
+ */
+struct proxy_server *proxy_server_new(struct event_base *base, const struct conf *conf,
+				      struct mirror_gate *gate);
+
+/** Close every connection and listener and free the server. Loop thread. */
+void proxy_server_free(struct proxy_server *srv);
+
+/**
+ * Graceful stop: stop accepting, let in-flight requests finish within
+ * `grace_ms`, then close everything and break the loop. Loop thread.
+ */
+void proxy_server_shutdown(struct proxy_server *srv, int grace_ms);
+
+/** Apply a reloaded config (limits, timeouts, codes, TLS files). Loop thread. */
+int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf);
+
+/* server.c */
+/** A connection was freed: finish a graceful shutdown when it was the last. */
+void proxy_server_conn_closed(struct proxy_server *srv);
+/** A connection's FIFO moved: during shutdown, close it once it is empty. */
+void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c);
+/** Held bytes went down: let connections paused by the global cap read again. */
+void proxy_server_resume_paused(struct proxy_server *srv);
+
+/* listener.c */
+int proxy_listener_open(struct proxy_server *srv, const char *host, int port,
+			int32_t node_id, const char *up_host, int up_port);
+/** Gateway mode: make sure a listener exists for every broker seen in Metadata. */
+void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
+				const char *host, int32_t port);
+
+/* conn.c */
+#define PROXY_MAX_IOV 32
+/**
+ * Point `iov` at bytes [off, off+len) of `buf` without copying (the range is
+ * made contiguous only when it spans more than `max` segments). Returns the
+ * segment count or -1. The iov is valid until `buf` changes.
+ */
+int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len, struct codec_iov *iov, int max);
+void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
+		       const struct sockaddr *sa, int salen);
+void proxy_conn_close(struct proxy_conn *c, const char *reason);
+/** Stop reading, send what is owed to the client, then close. */
+void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
+/** Re-check backpressure marks after held bytes or buffers changed. */
+void proxy_conn_update_flow(struct proxy_conn *c);
+
+/* fifo.c */
+struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind kind);
+void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e);
+/** Move every READY entry at the head of the FIFO to the client, in order. */
+void proxy_fifo_flush(struct proxy_conn *c);
+
+/* request.c: one complete client frame of `len` body bytes at the head of `in` */
+/** Raw SASL token exchanges after SaslHandshake v0 for `mechanism`; -1 unknown. */
+int proxy_sasl_raw_exchanges(const char *mechanism);
+int proxy_request_handle(struct proxy_conn *c, struct evbuffer *frame, size_t len);
+
+/* response.c: one complete upstream frame */
+int proxy_response_handle(struct proxy_conn *c, struct evbuffer *frame, size_t len);
+
+/* hold.c: gated Produce responses */
+/**
+ * Decide whether a Produce response must be held; if so register it with the
+ * gate and set the entry HELD (or READY when resolved at once), consuming
+ * the frame from `in`; otherwise the caller forwards it. `iov` covers the
+ * body after the `hdr_len`-byte response header. Returns 1 when taken, 0 when
+ * not, -1 on a malformed response.
+ */
+int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
+/** Release the entry's wait without sending (connection closing). */
+void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e);
+
+/* rewrite.c */
+/** codec_endpoint_fn for this server's advertised addresses. */
+int proxy_advertise_endpoint(void *srv, int32_t node_id, const char *host, int32_t port,
+			     const char **out_host, int32_t *out_port);
+
+/* topic_ids.c */
+struct proxy_topic_ids *proxy_topic_ids_new(void);
+void proxy_topic_ids_free(struct proxy_topic_ids *m);
+void proxy_topic_ids_learn(struct proxy_topic_ids *m, const uint8_t id[16], const char *name);
+/** Name for a TopicId, or NULL. Borrowed until the map changes. */
+const char *proxy_topic_ids_name(const struct proxy_topic_ids *m, const uint8_t id[16]);
+
+/* tls.c */
+SSL_CTX *proxy_tls_server_ctx(const struct conf_tls *t);
+SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t);
+
+/* admin.c: /metrics, /healthz, /readyz and the admin API */
+struct proxy_admin;
+struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *conf,
+				    struct proxy_server *srv, struct mirror_gate *gate);
+void proxy_admin_free(struct proxy_admin *a);
+
+#endif

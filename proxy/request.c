@@ -1,0 +1,181 @@
+/*
+ * Client → broker: one complete request frame at a time. The frame is
+ * forwarded byte-for-byte (the only in-place edit: a Produce v14 request goes
+ * upstream as v13, identical on the wire), after recording what its response
+ * will need: a FIFO entry (none for acks=0 Produce), the decoded Produce
+ * request for the gate, the SASL mechanism of a SaslHandshake. Loop thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+static struct metric *m_frames[2], *m_bytes_in, *m_acks0;
+
+static void request_metrics_init(void)
+{
+	if (m_bytes_in)
+		return;
+	m_bytes_in = metric_get(METRIC_COUNTER, "syncgate_client_bytes_in_total",
+				"Bytes received from clients.", "", NULL, 0);
+	m_acks0 = metric_get(METRIC_COUNTER, "syncgate_produce_acks0_requests_total",
+			     "acks=0 Produce requests (never gated, no response).", "", NULL, 0);
+	m_frames[0] = metric_get(METRIC_COUNTER, "syncgate_requests_total",
+				 "Client requests by API.", "api=\"Produce\"", NULL, 0);
+	m_frames[1] = metric_get(METRIC_COUNTER, "syncgate_requests_total",
+				 "Client requests by API.", "api=\"other\"", NULL, 0);
+}
+
+/* Which of the SASL v0 mechanisms take a known number of raw exchanges. */
+int proxy_sasl_raw_exchanges(const char *mechanism)
+{
+	if (!mechanism)
+		return -1;
+	if (!strcmp(mechanism, "PLAIN") || !strcmp(mechanism, "OAUTHBEARER"))
+		return 1;
+	if (!strncmp(mechanism, "SCRAM-", 6))
+		return 2;
+	return -1; /* GSSAPI and others: until a frame looks like a Kafka request */
+}
+
+/*
+ * After SaslHandshake v0, frames are raw tokens until authentication is done.
+ * Returns true when this frame is a raw token.
+ */
+static bool sasl_raw_frame(struct proxy_conn *c, const struct codec_iov *iov, int niov)
+{
+	if (!c->sasl_raw)
+		return false;
+	if (c->sasl_raw_left > 0)
+		return true;
+	if (c->sasl_raw_left == 0) {
+		c->sasl_raw = false;
+		return false;
+	}
+	/* unknown count: a frame whose header parses as a known API is Kafka */
+	struct codec_request_header h;
+	if (codec_request_header_decode(iov, niov, &h) == CODEC_OK && codec_api_get(h.api_key) &&
+	    h.api_version >= 0 && h.api_version < 100) {
+		c->sasl_raw = false;
+		return false;
+	}
+	return true;
+}
+
+/* Move the whole frame (size prefix included) to the upstream output. */
+static void forward(struct proxy_conn *c, struct evbuffer *in, size_t len)
+{
+	evbuffer_remove_buffer(in, bufferevent_get_output(c->upstream), len + 4);
+}
+
+/* Produce v14 is v13 on the wire: rewrite the header's ApiVersion in place. */
+static void produce_v14_to_v13(struct evbuffer *in)
+{
+	unsigned char *p = evbuffer_pullup(in, 8);
+	if (p) {
+		p[6] = 0;
+		p[7] = 13;
+	}
+}
+
+static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
+			  const struct codec_request_header *h)
+{
+	struct codec_iov iov[PROXY_MAX_IOV];
+	size_t body = 4 + h->len;
+	int niov = proxy_buf_iov(in, body, len - h->len, iov, PROXY_MAX_IOV);
+	int16_t wire_version = h->api_version == CODEC_PRODUCE_V14 ? 13 : h->api_version;
+	struct codec_produce_request *req = calloc(1, sizeof(*req));
+	if (niov < 0 || !req) {
+		free(req);
+		return -1;
+	}
+	enum codec_err err = codec_produce_request_decode(iov, niov, wire_version, req);
+	if (err != CODEC_OK) {
+		LOG_W("request_malformed", "conn=%llu peer=%s api=Produce version=%d error=%s",
+		      (unsigned long long)c->id, c->peer, h->api_version, codec_err_str(err));
+		codec_produce_request_free(req);
+		free(req);
+		return -1;
+	}
+	if (req->acks == 0) {
+		/* no response will come: no FIFO slot, never gated */
+		metric_add(m_acks0, 1);
+		codec_produce_request_free(req);
+		free(req);
+		if (h->api_version == CODEC_PRODUCE_V14)
+			produce_v14_to_v13(in);
+		forward(c, in, len);
+		return 0;
+	}
+	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+	if (!e) {
+		codec_produce_request_free(req);
+		free(req);
+		return -1;
+	}
+	e->correlation_id = h->correlation_id;
+	e->api_key = h->api_key;
+	e->client_version = h->api_version;
+	e->api_version = wire_version;
+	e->produce = req;
+	if (h->api_version == CODEC_PRODUCE_V14)
+		produce_v14_to_v13(in);
+	forward(c, in, len);
+	return 0;
+}
+
+int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
+{
+	struct codec_iov iov[PROXY_MAX_IOV];
+	struct codec_request_header h;
+	request_metrics_init();
+	metric_add(m_bytes_in, (double)len + 4);
+
+	/* the header is small: look at its first bytes only */
+	size_t peek = len < 512 ? len : 512;
+	int niov = proxy_buf_iov(in, 4, peek, iov, PROXY_MAX_IOV);
+	if (niov < 0)
+		return -1;
+	if (sasl_raw_frame(c, iov, niov)) {
+		struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_SASL_RAW);
+		if (!e)
+			return -1;
+		if (c->sasl_raw_left > 0)
+			c->sasl_raw_left--;
+		forward(c, in, len);
+		return 0;
+	}
+	enum codec_err err = codec_request_header_decode(iov, niov, &h);
+	if (err == CODEC_ERR_UNDERFLOW && peek < len) {
+		niov = proxy_buf_iov(in, 4, len, iov, PROXY_MAX_IOV);
+		err = niov < 0 ? CODEC_ERR_BAD_MSG : codec_request_header_decode(iov, niov, &h);
+	}
+	if (err != CODEC_OK) {
+		LOG_W("request_malformed", "conn=%llu peer=%s error=%s", (unsigned long long)c->id,
+		      c->peer, codec_err_str(err));
+		return -1;
+	}
+	if (h.api_key == CODEC_API_PRODUCE) {
+		metric_add(m_frames[0], 1);
+		return handle_produce(c, in, len, &h);
+	}
+	metric_add(m_frames[1], 1);
+	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+	if (!e)
+		return -1;
+	e->correlation_id = h.correlation_id;
+	e->api_key = h.api_key;
+	e->api_version = e->client_version = h.api_version;
+	if (h.api_key == CODEC_API_SASL_HANDSHAKE && h.api_version == 0) {
+		/* SaslHandshake v0: Mechanism is the only field (int16 length + bytes) */
+		niov = proxy_buf_iov(in, 4 + h.len, len - h.len, iov, PROXY_MAX_IOV);
+		struct codec_reader r;
+		if (niov < 0)
+			return -1;
+		codec_reader_init(&r, iov, niov);
+		e->sasl_mechanism = codec_read_str(&r, false);
+	}
+	forward(c, in, len);
+	return 0;
+}

@@ -1,0 +1,253 @@
+/*
+ * Broker → client: one complete response frame at a time, matched to the
+ * FIFO head by correlation id. Frames pass byte-for-byte unless they carry
+ * broker addresses (rewritten to syncgate addresses), are ApiVersions
+ * (capped to what syncgate decodes; Produce v14 advertised), or are gated
+ * Produce responses (held). Loop thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+static struct metric *m_bytes_out, *m_rewritten;
+
+static void response_metrics_init(void)
+{
+	if (m_bytes_out)
+		return;
+	m_bytes_out = metric_get(METRIC_COUNTER, "syncgate_upstream_bytes_in_total",
+				 "Bytes received from the broker.", "", NULL, 0);
+	m_rewritten = metric_get(METRIC_COUNTER, "syncgate_responses_rewritten_total",
+				 "Responses whose broker addresses or versions were rewritten.",
+				 "", NULL, 0);
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+/*
+ * Make the entry READY with the frame moved out of `in` unchanged, or — when
+ * it is the FIFO head — straight to the client.
+ */
+static void respond_unchanged(struct proxy_conn *c, struct proxy_entry *e,
+			      struct evbuffer *in, size_t len)
+{
+	if (e == TAILQ_FIRST(&c->fifo)) {
+		evbuffer_remove_buffer(in, bufferevent_get_output(c->client), len + 4);
+		e->state = PROXY_ENTRY_READY;
+	} else {
+		e->out = evbuffer_new();
+		if (e->out)
+			evbuffer_remove_buffer(in, e->out, len + 4);
+		else
+			evbuffer_drain(in, len + 4);
+		e->state = PROXY_ENTRY_READY;
+	}
+	proxy_fifo_flush(c);
+}
+
+/*
+ * Replace bytes [body_off + s->off, +s->del) of the frame with s->ins and
+ * make the entry READY. `in` loses the whole frame.
+ */
+static int respond_spliced(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			   size_t len, size_t body_off, const struct codec_splice *s)
+{
+	struct evbuffer *out = evbuffer_new();
+	if (!out)
+		return -1;
+	size_t new_len = len - s->del + s->ins.len;
+	uint8_t size[4];
+	put_be32(size, (uint32_t)new_len);
+	evbuffer_add(out, size, 4);
+	evbuffer_drain(in, 4);
+	evbuffer_remove_buffer(in, out, body_off + s->off);
+	evbuffer_drain(in, s->del);
+	evbuffer_add(out, s->ins.data, s->ins.len);
+	evbuffer_remove_buffer(in, out, len - body_off - s->off - s->del);
+	e->out = out;
+	e->state = PROXY_ENTRY_READY;
+	metric_add(m_rewritten, 1);
+	proxy_fifo_flush(c);
+	return 0;
+}
+
+/* Learn TopicId → name from a Metadata response (v10+). */
+static void learn_topic_ids(struct proxy_conn *c, const struct codec_iov *iov, int niov,
+			    int16_t version)
+{
+	if (version < 10)
+		return;
+	struct codec_metadata_topics t = { 0 };
+	if (codec_metadata_response_topics(iov, niov, version, &t) == CODEC_OK)
+		for (size_t i = 0; i < t.n; i++)
+			proxy_topic_ids_learn(c->srv->topic_ids, t.v[i].topic_id, t.v[i].name);
+	codec_metadata_topics_free(&t);
+}
+
+/*
+ * ApiVersions: lower the max of every API syncgate decodes to what it can
+ * decode (never below the broker's min, never raising a min), and offer
+ * Produce v14 when the broker serves v13 (gate.advertise_produce_v14: auto).
+ * The v0-layout UNSUPPORTED_VERSION reply passes unchanged.
+ * Returns 1 when `out` holds a new body, 0 to forward unchanged.
+ */
+static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *iov, int niov,
+				int16_t version, struct codec_buf *out)
+{
+	struct codec_api_versions_response m = { 0 };
+	int changed = 0;
+	if (codec_api_versions_response_decode(iov, niov, version, &m) != CODEC_OK ||
+	    m.v0_layout || m.error_code != 0) {
+		codec_api_versions_response_free(&m);
+		return 0;
+	}
+	for (size_t i = 0; i < m.napi_keys; i++) {
+		struct codec_api_version_range *a = &m.api_keys[i];
+		const struct codec_api *api = codec_api_get(a->api_key);
+		if (a->api_key == CODEC_API_PRODUCE) {
+			c->srv->broker_has_produce_v13 = a->max_version >= 13;
+			if (a->max_version >= 13 &&
+			    c->srv->conf->gate_advertise_produce_v14 == CONF_V14_AUTO) {
+				a->max_version = CODEC_PRODUCE_V14;
+				changed = 1;
+				continue;
+			}
+		}
+		if (api && api->decode_max >= 0 && a->max_version > api->decode_max &&
+		    api->decode_max >= a->min_version) {
+			a->max_version = api->decode_max;
+			changed = 1;
+		}
+	}
+	if (changed) {
+		codec_buf_init(out, 1u << 20);
+		if (codec_api_versions_response_encode(&m, version, out) != CODEC_OK) {
+			codec_buf_free(out);
+			changed = 0;
+		}
+	}
+	codec_api_versions_response_free(&m);
+	return changed;
+}
+
+/* A response to syncgate's own Metadata request: learn ids, send nothing. */
+static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
+			      struct evbuffer *in, size_t len, size_t hdr_len)
+{
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV);
+	if (niov >= 0)
+		learn_topic_ids(c, iov, niov, e->api_version);
+	evbuffer_drain(in, len + 4);
+	e->state = PROXY_ENTRY_READY;
+	proxy_fifo_flush(c);
+}
+
+int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
+{
+	response_metrics_init();
+	metric_add(m_bytes_out, (double)len + 4);
+	struct proxy_entry *e;
+	TAILQ_FOREACH(e, &c->fifo, link)
+		if (e->state == PROXY_ENTRY_IN_FLIGHT)
+			break;
+	if (!e) {
+		LOG_W("response_unexpected", "conn=%llu peer=%s size=%zu",
+		      (unsigned long long)c->id, c->peer, len);
+		return -1;
+	}
+	if (e->kind == PROXY_ENTRY_SASL_RAW) {
+		respond_unchanged(c, e, in, len);
+		return 0;
+	}
+
+	struct codec_iov iov[PROXY_MAX_IOV];
+	size_t peek = len < 64 ? len : 64;
+	int niov = proxy_buf_iov(in, 4, peek, iov, PROXY_MAX_IOV);
+	int32_t correlation_id;
+	size_t hdr_len;
+	if (niov < 0 || codec_response_header_decode(iov, niov, e->api_key, e->api_version,
+						     &correlation_id, &hdr_len) != CODEC_OK)
+		return -1;
+	if (correlation_id != e->correlation_id) {
+		LOG_W("correlation_mismatch", "conn=%llu api=%s expected=%d got=%d",
+		      (unsigned long long)c->id, codec_api_name(e->api_key), e->correlation_id,
+		      correlation_id);
+		return -1;
+	}
+	if (e->kind == PROXY_ENTRY_INTERNAL) {
+		internal_response(c, e, in, len, hdr_len);
+		return 0;
+	}
+
+	int16_t key = e->api_key, version = e->api_version;
+	bool endpoints = codec_response_has_endpoints(key, version);
+	bool sasl_v0 = key == CODEC_API_SASL_HANDSHAKE && version == 0;
+	bool want_body = endpoints || key == CODEC_API_API_VERSIONS || sasl_v0 ||
+			 (key == CODEC_API_PRODUCE && e->produce);
+	if (!want_body) {
+		respond_unchanged(c, e, in, len);
+		return 0;
+	}
+	size_t body_off = 4 + hdr_len;
+	niov = proxy_buf_iov(in, body_off, len - hdr_len, iov, PROXY_MAX_IOV);
+	if (niov < 0)
+		return -1;
+
+	if (sasl_v0) {
+		/* ErrorCode first: on success the raw token exchange starts */
+		struct codec_reader r;
+		codec_reader_init(&r, iov, niov);
+		if (codec_read_i16(&r) == 0 && r.err == CODEC_OK) {
+			c->sasl_raw = true;
+			c->sasl_raw_left = proxy_sasl_raw_exchanges(e->sasl_mechanism);
+		}
+		respond_unchanged(c, e, in, len);
+		return 0;
+	}
+	if (key == CODEC_API_PRODUCE) {
+		int held = proxy_hold_produce(c, e, in, len, hdr_len, iov, niov);
+		if (held < 0)
+			return -1;
+		if (held)
+			return 0;
+	}
+	if (key == CODEC_API_API_VERSIONS) {
+		struct codec_splice s = { 0 };
+		if (api_versions_rewrite(c, iov, niov, version, &s.ins)) {
+			s.changed = true;
+			s.del = len - hdr_len;
+			int rc = respond_spliced(c, e, in, len, hdr_len, &s);
+			codec_buf_free(&s.ins);
+			return rc;
+		}
+		respond_unchanged(c, e, in, len);
+		return 0;
+	}
+	if (key == CODEC_API_METADATA)
+		learn_topic_ids(c, iov, niov, version);
+	struct codec_splice s = { 0 };
+	enum codec_err err = codec_response_rewrite_endpoints(key, version, iov, niov,
+							      proxy_advertise_endpoint, c->srv, &s);
+	if (err != CODEC_OK) {
+		/* never forward an address we could not rewrite */
+		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s",
+		      (unsigned long long)c->id, codec_api_name(key), version, codec_err_str(err));
+		codec_buf_free(&s.ins);
+		return -1;
+	}
+	int rc = 0;
+	if (s.changed)
+		rc = respond_spliced(c, e, in, len, hdr_len, &s);
+	else
+		respond_unchanged(c, e, in, len);
+	codec_buf_free(&s.ins);
+	return rc;
+}

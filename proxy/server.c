@@ -1,0 +1,148 @@
+/*
+ * The proxy server: TLS contexts, listeners, the connection list, graceful
+ * shutdown and live reconfiguration. Loop thread.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/dns.h>
+
+#include "proxy/proxy.h"
+
+static const char *const conn_state_names[PROXY_CONN_STATE_COUNT] = {
+	[PROXY_CONN_CONNECTING] = "connecting",
+	[PROXY_CONN_OPEN] = "open",
+	[PROXY_CONN_DRAINING] = "draining",
+};
+
+const char *proxy_conn_state_str(enum proxy_conn_state s)
+{
+	return s < PROXY_CONN_STATE_COUNT ? conn_state_names[s] : "?";
+}
+
+static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
+{
+	SSL_CTX *client = NULL, *upstream = NULL;
+	if (cf->listen_tls.enabled && !(client = proxy_tls_server_ctx(&cf->listen_tls)))
+		return -1;
+	if (cf->upstream_tls.enabled && !(upstream = proxy_tls_client_ctx(&cf->upstream_tls))) {
+		SSL_CTX_free(client);
+		return -1;
+	}
+	/* existing connections keep their SSL objects (each holds a reference) */
+	SSL_CTX_free(srv->client_tls);
+	SSL_CTX_free(srv->upstream_tls);
+	srv->client_tls = client;
+	srv->upstream_tls = upstream;
+	return 0;
+}
+
+struct proxy_server *proxy_server_new(struct event_base *base, const struct conf *conf,
+				      struct mirror_gate *gate)
+{
+	struct proxy_server *srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return NULL;
+	srv->base = base;
+	srv->conf = conf;
+	srv->gate = gate;
+	TAILQ_INIT(&srv->listeners);
+	TAILQ_INIT(&srv->conns);
+	srv->topic_ids = proxy_topic_ids_new();
+	srv->dns = evdns_base_new(base, EVDNS_BASE_INITIALIZE_NAMESERVERS);
+	if (!srv->dns)
+		srv->dns = evdns_base_new(base, 0); /* no resolv.conf: IP literals still work */
+	if (!srv->topic_ids || !srv->dns || server_tls_load(srv, conf) < 0 ||
+	    proxy_listener_open(srv, conf->listen_kafka.host, conf->listen_kafka.port, -1,
+				conf->upstream_broker.host, conf->upstream_broker.port) < 0) {
+		proxy_server_free(srv);
+		return NULL;
+	}
+	return srv;
+}
+
+void proxy_server_free(struct proxy_server *srv)
+{
+	if (!srv)
+		return;
+	struct proxy_conn *c;
+	while ((c = TAILQ_FIRST(&srv->conns)))
+		proxy_conn_close(c, "server stopping");
+	struct proxy_listener *l;
+	while ((l = TAILQ_FIRST(&srv->listeners))) {
+		TAILQ_REMOVE(&srv->listeners, l, link);
+		evconnlistener_free(l->ev);
+		free(l);
+	}
+	if (srv->shutdown_timer)
+		event_free(srv->shutdown_timer);
+	if (srv->dns)
+		evdns_base_free(srv->dns, 0);
+	SSL_CTX_free(srv->client_tls);
+	SSL_CTX_free(srv->upstream_tls);
+	proxy_topic_ids_free(srv->topic_ids);
+	free(srv);
+}
+
+static void shutdown_deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_server *srv = arg;
+	LOG_W("shutdown_grace_expired", "connections=%zu", srv->nconns);
+	struct proxy_conn *c;
+	while ((c = TAILQ_FIRST(&srv->conns)))
+		proxy_conn_close(c, "shutdown grace period expired");
+	event_base_loopbreak(srv->base);
+}
+
+void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
+{
+	if (srv->shutting_down)
+		return;
+	srv->shutting_down = true;
+	LOG_I("shutdown", "connections=%zu grace_ms=%d", srv->nconns, grace_ms);
+	struct proxy_listener *l;
+	TAILQ_FOREACH(l, &srv->listeners, link)
+		evconnlistener_disable(l->ev);
+	srv->shutdown_timer = evtimer_new(srv->base, shutdown_deadline_cb, srv);
+	struct timeval tv = { grace_ms / 1000, (grace_ms % 1000) * 1000 };
+	if (srv->shutdown_timer)
+		evtimer_add(srv->shutdown_timer, &tv);
+	struct proxy_conn *c, *next;
+	for (c = TAILQ_FIRST(&srv->conns); c; c = next) {
+		next = TAILQ_NEXT(c, link);
+		proxy_server_conn_progress(srv, c);
+	}
+	if (srv->nconns == 0)
+		event_base_loopbreak(srv->base);
+}
+
+void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
+{
+	if (srv->shutting_down && c->nfifo == 0 && c->state != PROXY_CONN_DRAINING)
+		proxy_conn_drain_close(c, "shutdown");
+}
+
+void proxy_server_conn_closed(struct proxy_server *srv)
+{
+	if (srv->shutting_down && srv->nconns == 0)
+		event_base_loopbreak(srv->base);
+}
+
+void proxy_server_resume_paused(struct proxy_server *srv)
+{
+	struct proxy_conn *c, *next;
+	for (c = TAILQ_FIRST(&srv->conns); c; c = next) {
+		next = TAILQ_NEXT(c, link);
+		if (c->client_paused)
+			proxy_conn_update_flow(c);
+	}
+}
+
+int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf)
+{
+	if (server_tls_load(srv, conf) < 0)
+		return -1;
+	srv->conf = conf;
+	proxy_server_resume_paused(srv);
+	return 0;
+}
