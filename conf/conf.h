@@ -95,6 +95,7 @@ struct conf_mirror {
 	char **sync_topics;         /* POSIX extended regexes, anchored (whole name) */
 	size_t nsync_topics;
 	int sync_topic_demote_timeout_ms; /* default 30000 */
+	void *sync_topics_re;       /* compiled sync_topics (internal); use conf_mirror_sync_topic() */
 };
 
 /** The whole configuration. Immutable once loaded. */
@@ -170,15 +171,59 @@ struct conf *conf_load_string(const char *name, const char *yaml, size_t len,
 /** Free a conf from conf_load(); NULL is fine. */
 void conf_free(struct conf *c);
 
-/** Print each error as `file:line:col: message\n` to stderr. */
+/**
+ * Print each error as `file:line:col: message\n` to stderr (an error with no
+ * position, line == 0, prints as `file: message`). Errors are kept sorted by
+ * position. Any thread.
+ */
 void conf_errors_print(const struct conf_errors *errs);
+/** Same as conf_errors_print() to `out`. */
+void conf_errors_write(const struct conf_errors *errs, FILE *out);
+/** Free the messages and path; `errs` itself is the caller's and is reset to empty. */
 void conf_errors_free(struct conf_errors *errs);
+/**
+ * Append one error (printf-style message; never pass a secret value).
+ * `line`/`col` 1-based, 0 for none. Out of memory: the error is dropped and
+ * a fixed "out of memory" entry is kept instead. Any thread (one `errs` per
+ * thread).
+ */
+void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /** Mirror by name or NULL. Borrowed from `c`. */
 const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name);
 
-/** Write the generated configuration reference (markdown) to `out`. */
+/**
+ * Whether `topic` (a source topic name) matches one of the mirror's
+ * `sync_topics` (each an anchored POSIX ERE, compiled at load). Any thread.
+ */
+bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic);
+
+/**
+ * Write the generated configuration reference (markdown, the content of
+ * docs/configuration.md) to `out`; wire it to `syncgate
+ * --print-config-reference`. Any thread.
+ */
 void conf_reference_write(FILE *out);
+
+/**
+ * Which settings differ between `old` and `new` that a reload cannot apply
+ * live (the settings table marks each one live or restart). Writes their
+ * names, comma-separated, into `buf` (truncated to `n`) and returns how many
+ * there are; 0 means the new conf can be swapped in as is. Any thread.
+ */
+size_t conf_reload_check(const struct conf *old, const struct conf *new_conf,
+			 char *buf, size_t n);
+
+/**
+ * Parse `host:port` or `[ipv6]:port` (port 1..65535, or 0 when `port0`).
+ * On success fills `out` (out->host is malloc'd, caller frees) and returns
+ * NULL; otherwise returns a static reason ("missing port", ...). Any thread.
+ */
+const char *conf_addr_parse(const char *s, bool port0, struct conf_addr *out)
+	__attribute__((warn_unused_result));
+/** Format `a` as `host:port`, bracketing IPv6 hosts, into `buf`; returns buf. */
+char *conf_addr_format(const struct conf_addr *a, char *buf, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                  */
@@ -186,12 +231,15 @@ void conf_reference_write(FILE *out);
 
 enum log_level { LOG_ERROR, LOG_WARN, LOG_INFO, LOG_DEBUG, LOG_LEVEL_COUNT };
 
-/** Set the threshold; messages above it are dropped. Any thread. */
+/** Set the threshold (default LOG_INFO); messages above it are dropped. Any thread. */
 void conf_log_set_level(enum log_level lvl);
 enum log_level conf_log_get_level(void);
 /** Parse "error|warn|info|debug"; returns -1 on anything else. */
 int conf_log_level_parse(const char *s);
+/** "error", "warn", "info", "debug" (the config spelling); "?" if out of range. */
 const char *conf_log_level_str(enum log_level lvl);
+/** Send log lines to `fd` instead of stderr (2); tests use a pipe. Any thread. */
+void conf_log_set_fd(int fd);
 
 /**
  * Write one line: `<iso8601 time> <LEVEL> <event> key=value ...`.
@@ -240,8 +288,76 @@ double metric_value(const struct metric *m);
 
 /**
  * Render every series in the text exposition format (version 0.0.4) into a
- * malloc'd NUL-terminated string; caller frees. Any thread.
+ * malloc'd NUL-terminated string; caller frees. NULL when out of memory.
+ * Families and series appear in registration order. Any thread (takes the
+ * registry mutex; updates are not blocked).
  */
 char *metrics_render(void);
+
+/**
+ * Escape a label value for metric_get()'s `labels` (backslash, double quote
+ * and newline become \\, \" and \n). Writes at most `n` bytes including the
+ * NUL into `out` (truncating on a character boundary); returns `out`.
+ * Any thread.
+ */
+char *metric_label_escape(char *out, size_t n, const char *value);
+
+/* ------------------------------------------------------------------------ */
+/* Settings table (conf/ internals; read by the reference generator, the    */
+/* reload check and tests). One row per key; see conf/settings.c.           */
+/* ------------------------------------------------------------------------ */
+
+enum conf_type {
+	CONF_T_SECTION, /* a mapping of further keys; `offset` (if any) = bool "present" */
+	CONF_T_LIST,    /* `mirrors`: a list of mappings (struct conf_mirror) */
+	CONF_T_STRING,  /* char * */
+	CONF_T_INT,     /* int, bounded by min/max */
+	CONF_T_INT16,   /* int16_t, bounded */
+	CONF_T_INT64,   /* int64_t, bounded */
+	CONF_T_BOOL,    /* bool: true | false */
+	CONF_T_ENUM,    /* an enum stored as int; `names` indexed by value */
+	CONF_T_ADDR,    /* struct conf_addr from "host:port" */
+	CONF_T_REGEXES, /* char ** + size_t count: list of POSIX ERE */
+	CONF_T_PROPS,   /* struct conf_prop * + size_t count: free string map */
+	CONF_T_NODES,   /* advertise.nodes: node id -> host:port */
+	CONF_T_COUNT
+};
+
+#define CONF_F_REQUIRED 0x1u /* must be present when its parent mapping is */
+#define CONF_F_LIVE     0x2u /* a reload applies a change without restart */
+#define CONF_F_PORT0    0x4u /* CONF_T_ADDR: port 0 (ephemeral) allowed */
+#define CONF_F_SECRETS  0x8u /* value may use ${file:PATH} / ${env:NAME} */
+#define CONF_F_NOOFFSET ((size_t)-1)
+
+/** One configuration key. */
+struct conf_setting {
+	const char *path;   /* "gate.max_hold_ms"; per mirror "mirrors[].name" */
+	enum conf_type type;
+	size_t offset;      /* into struct conf, or struct conf_mirror for mirrors[].* */
+	size_t count_offset;/* CONF_T_REGEXES/PROPS/NODES: the size_t count field */
+	unsigned flags;     /* CONF_F_* */
+	int64_t min, max;   /* integer bounds (inclusive) */
+	const char *def;    /* default as YAML text, NULL: none (or computed, see doc) */
+	const char *const *names; /* CONF_T_ENUM: value names, NULL-terminated */
+	/* Extra check of a string value; NULL when fine, else a message (may use buf). */
+	const char *(*check)(const char *value, char *buf, size_t n);
+	const char *doc;    /* one paragraph, markdown */
+};
+
+extern const struct conf_setting conf_settings[];
+extern const size_t conf_nsettings;
+/** Setting by exact path, or NULL. */
+const struct conf_setting *conf_setting_find(const char *path);
+/** Human name of a type for messages and the reference ("an integer"). */
+const char *conf_type_str(enum conf_type t);
+
+/**
+ * Expand `${file:PATH}` (contents, one trailing newline stripped) and
+ * `${env:NAME}` in `in`. Returns a malloc'd string, sets *secret when any
+ * reference was expanded; on failure returns NULL with a message in `err`
+ * that names the file or variable but never a value. Any thread.
+ */
+char *conf_secrets_expand(const char *in, bool *secret, char *err, size_t errn)
+	__attribute__((warn_unused_result));
 
 #endif

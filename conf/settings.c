@@ -1,0 +1,357 @@
+/*
+ * settings.c — the one settings table. Every configuration key is a row:
+ * its path, type, storage, bounds, default and documentation. load.c parses
+ * and validates with it, reference.c writes docs/configuration.md from it,
+ * reload.c compares two confs with it. Add a key here and nowhere else
+ * (except the struct field in conf.h).
+ */
+#include "conf/conf.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* ---- value checks ---- */
+
+static const char *check_file(const char *v, char *buf, size_t n)
+{
+	if (access(v, R_OK) != 0) {
+		snprintf(buf, n, "cannot read '%s': %s", v, strerror(errno));
+		return buf;
+	}
+	return NULL;
+}
+
+/* Kafka topic names: [a-zA-Z0-9._-], 1..249 characters. */
+static const char *check_topic(const char *v, char *buf, size_t n)
+{
+	size_t len = strlen(v);
+	if (len == 0 || len > 249)
+		return "a topic name must have 1 to 249 characters";
+	if (strcmp(v, ".") == 0 || strcmp(v, "..") == 0)
+		return "'.' and '..' are not topic names";
+	for (const char *p = v; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '.' || *p == '_' || *p == '-')) {
+			snprintf(buf, n, "invalid character '%c' in topic name (allowed: letters, digits, '.', '_', '-')", *p);
+			return buf;
+		}
+	return NULL;
+}
+
+/* Mirror names appear in metric labels, log lines, the state log and CLI
+ * arguments: keep them plain. */
+static const char *check_mirror_name(const char *v, char *buf, size_t n)
+{
+	size_t len = strlen(v);
+	if (len == 0 || len > 64)
+		return "a mirror name must have 1 to 64 characters";
+	for (const char *p = v; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		      *p == '.' || *p == '_' || *p == '-')) {
+			snprintf(buf, n, "invalid character '%c' in mirror name (allowed: letters, digits, '.', '_', '-')", *p);
+			return buf;
+		}
+	return NULL;
+}
+
+static const char *check_bootstrap(const char *v, char *buf, size_t n)
+{
+	if (!*v)
+		return "empty bootstrap list";
+	const char *p = v;
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == 0)
+			return "empty entry in bootstrap list";
+		for (size_t i = 0; i < len; i++)
+			if (p[i] == ' ' || p[i] == '\t')
+				return "spaces are not allowed in the bootstrap list";
+		if (!comma)
+			break;
+		p = comma + 1;
+	}
+	(void)buf;
+	(void)n;
+	return NULL;
+}
+
+/* Only the placeholders in `allowed` ("{host}", "{id}", ...) may appear. */
+static const char *check_placeholders(const char *v, const char *const *allowed, char *buf, size_t n)
+{
+	for (const char *p = strchr(v, '{'); p; p = strchr(p + 1, '{')) {
+		bool ok = false;
+		for (size_t i = 0; allowed[i]; i++)
+			if (strncmp(p, allowed[i], strlen(allowed[i])) == 0)
+				ok = true;
+		if (!ok) {
+			const char *end = strchr(p, '}');
+			int len = end ? (int)(end - p + 1) : (int)strlen(p);
+			snprintf(buf, n, "unknown placeholder '%.*s'", len, p);
+			return buf;
+		}
+	}
+	return NULL;
+}
+
+static const char *check_template(const char *v, char *buf, size_t n)
+{
+	static const char *const allowed[] = { "{host}", "{id}", NULL };
+	const char *why = check_placeholders(v, allowed, buf, n);
+	if (why)
+		return why;
+	/* Render with sample values; the result must be a host:port. */
+	char sample[512];
+	size_t o = 0;
+	for (const char *p = v; *p && o + 16 < sizeof(sample);) {
+		if (strncmp(p, "{host}", 6) == 0) { memcpy(sample + o, "h", 1); o += 1; p += 6; }
+		else if (strncmp(p, "{id}", 4) == 0) { memcpy(sample + o, "1", 1); o += 1; p += 4; }
+		else sample[o++] = *p++;
+	}
+	sample[o] = 0;
+	struct conf_addr a;
+	why = conf_addr_parse(sample, false, &a);
+	if (why) {
+		snprintf(buf, n, "does not render to host:port (%s)", why);
+		return buf;
+	}
+	free(a.host);
+	return NULL;
+}
+
+static const char *check_topic_name(const char *v, char *buf, size_t n)
+{
+	static const char *const allowed[] = { "{topic}", NULL };
+	const char *why = check_placeholders(v, allowed, buf, n);
+	if (why)
+		return why;
+	if (!strstr(v, "{topic}"))
+		return "must contain {topic} (each source topic needs its own destination topic)";
+	return NULL;
+}
+
+/* ---- host:port ---- */
+
+const char *conf_addr_parse(const char *s, bool port0, struct conf_addr *out)
+{
+	const char *host, *colon;
+	size_t hlen;
+	if (!s || !*s)
+		return "empty address";
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (!rb)
+			return "missing ']' after IPv6 address";
+		host = s + 1;
+		hlen = (size_t)(rb - host);
+		if (hlen == 0)
+			return "empty host";
+		if (rb[1] != ':')
+			return "missing port (expected [ipv6]:port)";
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return "missing port (expected host:port)";
+		if (memchr(s, ':', (size_t)(colon - s)))
+			return "an IPv6 address must be in brackets ([addr]:port)";
+		host = s;
+		hlen = (size_t)(colon - s);
+		if (hlen == 0)
+			return "empty host";
+		for (size_t i = 0; i < hlen; i++)
+			if (host[i] == ' ' || host[i] == '/' || host[i] == '[' || host[i] == ']')
+				return "invalid character in host";
+	}
+	const char *ps = colon + 1;
+	if (!*ps)
+		return "missing port (expected host:port)";
+	long port = 0;
+	for (const char *p = ps; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return "port is not a number";
+		port = port * 10 + (*p - '0');
+		if (port > 65535)
+			return "port out of range (1..65535)";
+	}
+	if (port == 0 && !port0)
+		return "port out of range (1..65535)";
+	out->host = strndup(host, hlen);
+	if (!out->host)
+		return "out of memory";
+	out->port = (int)port;
+	return NULL;
+}
+
+char *conf_addr_format(const struct conf_addr *a, char *buf, size_t n)
+{
+	bool v6 = a->host && strchr(a->host, ':');
+	snprintf(buf, n, v6 ? "[%s]:%d" : "%s:%d", a->host ? a->host : "", a->port);
+	return buf;
+}
+
+/* ---- the table ---- */
+
+static const char *const mode_names[] = { "sidecar", "gateway", NULL };
+static const char *const offsets_names[] = { "preserved", "mm2", NULL };
+static const char *const progress_names[] = { "poll", "tail", NULL };
+static const char *const acks1_names[] = { "pass", "gate", NULL };
+static const char *const v14_names[] = { "auto", "never", NULL };
+static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
+
+_Static_assert(sizeof(enum conf_mode) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum conf_offsets) == sizeof(int), "enums are stored as int");
+
+#define C(f) offsetof(struct conf, f)
+#define M(f) offsetof(struct conf_mirror, f)
+#define NONE CONF_F_NOOFFSET
+#define SEC(path, off, fl, doc_) { path, CONF_T_SECTION, off, 0, fl, 0, 0, NULL, NULL, NULL, doc_ }
+#define MS 1000LL
+#define GiB (1024LL * 1024 * 1024)
+
+const struct conf_setting conf_settings[] = {
+	{ "mode", CONF_T_ENUM, C(mode), 0, 0, 0, 0, "sidecar", mode_names, NULL,
+	  "`sidecar`: one syncgate in front of one broker (every client connection is paired with a "
+	  "connection to `upstream.broker`). `gateway`: one process fronts the whole cluster with one "
+	  "listener port per broker id (`advertise.base_port`); for development and small clusters." },
+
+	SEC("listen", NONE, CONF_F_REQUIRED, "Where Kafka clients connect."),
+	{ "listen.kafka", CONF_T_ADDR, C(listen_kafka), 0, CONF_F_REQUIRED | CONF_F_PORT0, 0, 0, NULL, NULL, NULL,
+	  "Listener address for Kafka clients, `host:port` or `[ipv6]:port` (port 0: any free port)." },
+	SEC("listen.tls", C(listen_tls.enabled), 0,
+	    "Terminate client TLS. Present (even empty) = TLS on; then `cert` and `key` are required."),
+	{ "listen.tls.cert", CONF_T_STRING, C(listen_tls.cert), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM server certificate (chain) file. Re-read on reload." },
+	{ "listen.tls.key", CONF_T_STRING, C(listen_tls.key), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM private key file of `cert`. Re-read on reload." },
+	{ "listen.tls.client_ca", CONF_T_STRING, C(listen_tls.client_ca), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM CA bundle; when set, clients must present a certificate signed by it (mutual TLS)." },
+
+	SEC("upstream", NONE, CONF_F_REQUIRED, "The Kafka broker(s) syncgate forwards to."),
+	{ "upstream.broker", CONF_T_ADDR, C(upstream_broker), 0, CONF_F_REQUIRED, 0, 0, NULL, NULL, NULL,
+	  "Sidecar: the local broker. Gateway: any broker of the cluster (bootstrap). `host:port`." },
+	{ "upstream.connect_timeout_ms", CONF_T_INT, C(upstream_connect_timeout_ms), 0, CONF_F_LIVE, 1, 600 * MS, "5000", NULL, NULL,
+	  "Timeout of one upstream TCP (+TLS) connect, milliseconds." },
+	SEC("upstream.tls", C(upstream_tls.enabled), 0,
+	    "Originate TLS to the broker. Present (even empty) = TLS on, verified against the system trust store unless `ca` is set."),
+	{ "upstream.tls.ca", CONF_T_STRING, C(upstream_tls.ca), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM CA bundle to verify the broker's certificate (default: system trust store)." },
+	{ "upstream.tls.cert", CONF_T_STRING, C(upstream_tls.cert), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM client certificate for mutual TLS to the broker (with `key`)." },
+	{ "upstream.tls.key", CONF_T_STRING, C(upstream_tls.key), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM private key of `cert`." },
+	{ "upstream.tls.verify_hostname", CONF_T_BOOL, C(upstream_tls.verify_hostname), 0, CONF_F_LIVE, 0, 0, "true", NULL, NULL,
+	  "Check that the broker certificate names the host of `upstream.broker`." },
+
+	SEC("advertise", NONE, 0,
+	    "How clients see each broker: every broker address in a response is replaced by the syncgate that fronts it."),
+	{ "advertise.template", CONF_T_STRING, C(advertise_template), 0, 0, 0, 0, NULL, NULL, check_template,
+	  "Address advertised for a broker; `{host}` = the broker's advertised host, `{id}` = its node id. "
+	  "Default: `{host}:<port of listen.kafka>`." },
+	{ "advertise.nodes", CONF_T_NODES, C(advertise_nodes), C(nadvertise_nodes), 0, 0, 0, NULL, NULL, NULL,
+	  "Explicit map node id → `host:port`, e.g. `{1: \"kafka-1.example.com:19092\"}`; wins over `template` for the ids it names." },
+	{ "advertise.base_port", CONF_T_INT, C(advertise_base_port), 0, 0, 1, 65535, NULL, NULL, NULL,
+	  "Gateway mode only, and required there: node N is advertised and served at `base_port + N`." },
+
+	SEC("limits", NONE, 0, "Memory and frame bounds; past them syncgate stops reading from clients (backpressure)."),
+	{ "limits.max_frame_bytes", CONF_T_INT64, C(max_frame_bytes), 0, 0, 1024, 2147483647LL, "104857600", NULL, NULL,
+	  "Largest Kafka frame accepted from either side, bytes; a larger one closes the connection." },
+	{ "limits.max_held_bytes_per_connection", CONF_T_INT64, C(max_held_bytes_per_connection), 0, 0, 1024, 1024 * GiB, "67108864", NULL, NULL,
+	  "Bytes of held responses and queued frames per client connection; at most `max_held_bytes`." },
+	{ "limits.max_held_bytes", CONF_T_INT64, C(max_held_bytes), 0, 0, 1024, 1024 * GiB, "1073741824", NULL, NULL,
+	  "Bytes of held responses and queued frames in the whole process." },
+
+	SEC("gate", NONE, 0, "The synchronous-mirroring gate on Produce responses."),
+	{ "gate.max_hold_ms", CONF_T_INT, C(gate_max_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "30000", NULL, NULL,
+	  "Cap on a Produce request's `TimeoutMs`: a held response fails with `mirror_sync_replication_timeout` "
+	  "after min(TimeoutMs, max_hold_ms) milliseconds." },
+	{ "gate.acks1", CONF_T_ENUM, C(gate_acks1), 0, CONF_F_LIVE, 0, 0, "pass", acks1_names, NULL,
+	  "`pass`: acks=1 responses are never held. `gate`: acks=1 is gated like acks=all." },
+	{ "gate.advertise_produce_v14", CONF_T_ENUM, C(gate_advertise_produce_v14), 0, 0, 0, 0, "auto", v14_names, NULL,
+	  "`auto`: advertise Produce v14 in ApiVersions when the broker serves v13. `never`: pass ApiVersions through." },
+	SEC("gate.error_codes", NONE, 0,
+	    "Kafka error codes for the KIP's new errors (provisional: the KIP leaves them TBD). "
+	    "Clients that negotiated Produce < 14 get `NOT_ENOUGH_REPLICAS_AFTER_APPEND` (20) instead."),
+	{ "gate.error_codes.mirror_sync_replication_timeout", CONF_T_INT16, C(code_mirror_sync_replication_timeout), 0, CONF_F_LIVE, 1, 32767, "190", NULL, NULL,
+	  "`MIRROR_SYNC_REPLICATION_TIMEOUT`: the gate did not converge before the deadline." },
+	{ "gate.error_codes.not_enough_remote_replicas_after_append", CONF_T_INT16, C(code_not_enough_remote_replicas_after_append), 0, CONF_F_LIVE, 1, 32767, "191", NULL, NULL,
+	  "`NOT_ENOUGH_REMOTE_REPLICAS_AFTER_APPEND`: a mirror's ISR is below its min.insync.replicas." },
+
+	{ "mirrors", CONF_T_LIST, C(mirrors), C(nmirrors), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
+	  "The registered mirrors (destination clusters), a list; names must be unique. Empty or absent: "
+	  "syncgate only proxies. Mirrors may be added and removed by a reload." },
+	{ "mirrors[].name", CONF_T_STRING, M(name), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_mirror_name,
+	  "The mirror's name, used by syncgate-ctl, metrics labels and messages: letters, digits, `.`, `_`, `-`." },
+	{ "mirrors[].bootstrap", CONF_T_STRING, M(bootstrap), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_bootstrap,
+	  "Destination bootstrap servers, comma-separated `host:port` (librdkafka `bootstrap.servers`)." },
+	{ "mirrors[].properties", CONF_T_PROPS, M(props), M(nprops), CONF_F_LIVE | CONF_F_SECRETS, 0, 0, NULL, NULL, NULL,
+	  "librdkafka properties for the destination clients, a map of name → value (numbers and booleans "
+	  "are passed as written). Values may be secrets: `${file:/path}` or `${env:NAME}`. "
+	  "`bootstrap.servers` is not allowed here (use `bootstrap`)." },
+	{ "mirrors[].topic_name", CONF_T_STRING, M(topic_name), 0, CONF_F_LIVE, 0, 0, "{topic}", NULL, check_topic_name,
+	  "Destination topic of a source topic; `{topic}` is the source topic name (e.g. `src.{topic}`)." },
+	{ "mirrors[].offsets", CONF_T_ENUM, M(offsets), 0, CONF_F_LIVE, 0, 0, "preserved", offsets_names, NULL,
+	  "`preserved`: the mirror keeps source offsets (Cluster Linking, KIP-1279, ...), destination high watermark "
+	  "compared directly. `mm2`: MirrorMaker 2, progress read from its offset-syncs topic." },
+	{ "mirrors[].progress", CONF_T_ENUM, M(progress), 0, CONF_F_LIVE, 0, 0, "poll", progress_names, NULL,
+	  "With `offsets: preserved`: `poll` asks the destination for its high watermarks every `poll_interval_ms`; "
+	  "`tail` keeps a consumer at the end of the gated partitions." },
+	{ "mirrors[].poll_interval_ms", CONF_T_INT, M(poll_interval_ms), 0, CONF_F_LIVE, 1, 60 * MS, "5", NULL, NULL,
+	  "Interval between destination progress polls while responses are held, milliseconds." },
+	{ "mirrors[].mm2_offset_syncs_topic", CONF_T_STRING, M(mm2_offset_syncs_topic), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_topic,
+	  "With `offsets: mm2`: MirrorMaker 2's offset-syncs topic, read on the source cluster. "
+	  "Default `mm2-offset-syncs.<name>.internal`, which is MM2's own default when this mirror's `name` equals "
+	  "the MM2 target cluster alias; set it when they differ." },
+	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
+	  "Topics whose desired type is SYNC while the state log has no entry for them: a list of POSIX extended "
+	  "regular expressions, each matched against the whole topic name." },
+	{ "mirrors[].sync_topic_demote_timeout_ms", CONF_T_INT, M(sync_topic_demote_timeout_ms), 0, CONF_F_LIVE, 1, 86400 * MS, "30000", NULL, NULL,
+	  "KIP `mirror.sync.topic.demote.timeout.ms`: how long a SYNC topic may fail to converge before it is demoted to ASYNC, milliseconds." },
+
+	SEC("state", NONE, 0, "The state log: the replicated record of mirror lifecycle decisions, a topic on the source cluster."),
+	{ "state.topic", CONF_T_STRING, C(state_topic), 0, 0, 0, 0, "__syncgate_state", NULL, check_topic,
+	  "State log topic (one partition; created if missing)." },
+	{ "state.replication_factor", CONF_T_INT, C(state_replication_factor), 0, 0, 1, 32767, "3", NULL, NULL,
+	  "Replication factor used when creating the state topic." },
+
+	SEC("admin", NONE, 0, "The admin HTTP listener: /metrics, /healthz, /readyz and the API used by syncgate-ctl."),
+	{ "admin.listen", CONF_T_ADDR, C(admin_listen), 0, CONF_F_PORT0, 0, 0, "127.0.0.1:9464", NULL, NULL,
+	  "Admin listener address, `host:port` (port 0: any free port)." },
+	{ "admin.token_file", CONF_T_STRING, C(admin_token_file), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "File holding the bearer token required by mutating admin calls; absent: they are refused." },
+
+	SEC("log", NONE, 0, "Logging: one line per event to stderr, `<time> <LEVEL> <event> key=value ...`."),
+	{ "log.level", CONF_T_ENUM, C(log_level), 0, CONF_F_LIVE, 0, 0, "info", level_names, NULL,
+	  "Most verbose level written: `error`, `warn`, `info` or `debug`." },
+};
+
+const size_t conf_nsettings = sizeof(conf_settings) / sizeof(conf_settings[0]);
+
+const struct conf_setting *conf_setting_find(const char *path)
+{
+	for (size_t i = 0; i < conf_nsettings; i++)
+		if (strcmp(conf_settings[i].path, path) == 0)
+			return &conf_settings[i];
+	return NULL;
+}
+
+const char *conf_type_str(enum conf_type t)
+{
+	switch (t) {
+	case CONF_T_SECTION: return "a mapping";
+	case CONF_T_LIST: return "a list";
+	case CONF_T_STRING: return "a string";
+	case CONF_T_INT: case CONF_T_INT16: case CONF_T_INT64: return "an integer";
+	case CONF_T_BOOL: return "a boolean";
+	case CONF_T_ENUM: return "one of the listed values";
+	case CONF_T_ADDR: return "a host:port";
+	case CONF_T_REGEXES: return "a list of regular expressions";
+	case CONF_T_PROPS: return "a mapping of properties";
+	case CONF_T_NODES: return "a mapping of node id to host:port";
+	case CONF_T_COUNT: break;
+	}
+	return "?";
+}
