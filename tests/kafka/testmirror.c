@@ -26,6 +26,9 @@
  *
  * Build: cc -std=c11 -O2 -Wall -Wextra -o testmirror testmirror.c \
  *           $(pkg-config --cflags --libs rdkafka)
+ * A --topic starting with '^' is a POSIX extended regex matched against the
+ * source's topic names (topics starting with "__" never match a regex).
+ *
  * Usage: testmirror --source BOOTSTRAP --dest BOOTSTRAP --topic T [--topic T2...]
  *                   [--create-topics [--rf N]] [--refresh-ms MS] [--verbose]
  *                   [-S key=value (source consumer)] [-D key=value (dest producer)]
@@ -34,6 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
+#include <regex.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -44,12 +48,13 @@
 
 #include <librdkafka/rdkafka.h>
 
-#define TM_MAX_TOPICS 64
+#define TM_MAX_TOPICS 1024
+#define TM_MAX_PATTERNS 64
 #define TM_MAX_PARTS 1024
 
 /* One mirrored topic: how many of its partitions are assigned so far. */
 struct tm_topic {
-    const char *tt_name;  /* topic name on both sides (borrowed from argv) */
+    char *tt_name;        /* topic name on both sides (owned) */
     int tt_assigned;      /* partitions 0..tt_assigned-1 are being copied */
     bool tt_create_tried; /* destination creation requested once already */
 };
@@ -162,7 +167,22 @@ static void tm_create_dest(rd_kafka_t *prod, const char *topic, int parts, int r
 
 /* Find partitions present on both sides and not yet assigned; assign them
  * from the beginning. Returns false on a metadata failure (retried later). */
-static bool tm_discover(rd_kafka_t *cons, rd_kafka_t *prod, struct tm_topic *topics, int ntopics,
+static regex_t tm_patterns[TM_MAX_PATTERNS];
+static int tm_npatterns;
+
+/* Track `name` (copied) unless tracked already or the table is full. */
+static void tm_track(struct tm_topic *topics, int *ntopics, const char *name) {
+    for (int i = 0; i < *ntopics; i++)
+        if (!strcmp(topics[i].tt_name, name))
+            return;
+    if (*ntopics == TM_MAX_TOPICS) {
+        tm_log("too many topics, ignoring %s", name);
+        return;
+    }
+    topics[(*ntopics)++] = (struct tm_topic){.tt_name = strdup(name)};
+}
+
+static bool tm_discover(rd_kafka_t *cons, rd_kafka_t *prod, struct tm_topic *topics, int *ntopicsp,
                         bool create, int rf) {
     const rd_kafka_metadata_t *smd = NULL, *dmd = NULL;
     rd_kafka_resp_err_t err;
@@ -176,6 +196,17 @@ static bool tm_discover(rd_kafka_t *cons, rd_kafka_t *prod, struct tm_topic *top
         tm_log("destination metadata: %s", rd_kafka_err2str(err));
         goto out;
     }
+    for (int i = 0; i < smd->topic_cnt; i++) {
+        const char *name = smd->topics[i].topic;
+        if (!strncmp(name, "__", 2))
+            continue;
+        for (int r = 0; r < tm_npatterns; r++)
+            if (regexec(&tm_patterns[r], name, 0, NULL, 0) == 0) {
+                tm_track(topics, ntopicsp, name);
+                break;
+            }
+    }
+    int ntopics = *ntopicsp;
     rd_kafka_topic_partition_list_t *add = rd_kafka_topic_partition_list_new(8);
     for (int t = 0; t < ntopics; t++) {
         struct tm_topic *tt = &topics[t];
@@ -250,7 +281,7 @@ static bool tm_copy(rd_kafka_t *prod, const rd_kafka_message_t *m) {
 
 static void usage(void) {
     fprintf(stderr,
-            "usage: testmirror --source BOOTSTRAP --dest BOOTSTRAP --topic T [--topic T2...]\n"
+            "usage: testmirror --source BOOTSTRAP --dest BOOTSTRAP --topic T [--topic T2...]   (T: name or ^regex)\n"
             "                  [--create-topics [--rf N]] [--refresh-ms MS] [--verbose]\n"
             "                  [-S key=value (source consumer)] [-D key=value (dest producer)]\n");
     exit(2);
@@ -259,7 +290,7 @@ static void usage(void) {
 int main(int argc, char **argv) {
     const char *src = NULL, *dst = NULL;
     struct tm_topic topics[TM_MAX_TOPICS];
-    int ntopics = 0, rf = 1, refresh_ms = 500;
+    int ntopics = 0, npatterns_args = 0, rf = 1, refresh_ms = 500;
     bool create = false;
     char errstr[512];
     rd_kafka_conf_t *cconf = rd_kafka_conf_new(), *pconf = rd_kafka_conf_new();
@@ -288,9 +319,18 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--dest") && has)
             dst = argv[++i];
         else if (!strcmp(a, "--topic") && has) {
-            if (ntopics == TM_MAX_TOPICS)
-                usage();
-            topics[ntopics++] = (struct tm_topic){.tt_name = argv[++i]};
+            const char *t = argv[++i];
+            if (t[0] == '^') {
+                if (tm_npatterns == TM_MAX_PATTERNS ||
+                    regcomp(&tm_patterns[tm_npatterns], t, REG_EXTENDED | REG_NOSUB) != 0) {
+                    tm_log("bad or too many topic regexes: %s", t);
+                    return 2;
+                }
+                tm_npatterns++;
+                npatterns_args++;
+            } else {
+                tm_track(topics, &ntopics, t);
+            }
         } else if (!strcmp(a, "--create-topics"))
             create = true;
         else if (!strcmp(a, "--rf") && has)
@@ -306,7 +346,7 @@ int main(int argc, char **argv) {
         else
             usage();
     }
-    if (!src || !dst || ntopics == 0 || rf < 1 || refresh_ms < 10)
+    if (!src || !dst || ntopics + npatterns_args == 0 || rf < 1 || refresh_ms < 10)
         usage();
 
     char bs[1024];
@@ -333,13 +373,14 @@ int main(int argc, char **argv) {
         tm_log("consumer: %s", errstr);
         return 2;
     }
-    tm_log("started: %s -> %s, %d topic(s), librdkafka %s", src, dst, ntopics, rd_kafka_version_str());
+    tm_log("started: %s -> %s, %d topic(s), %d regex(es), librdkafka %s", src, dst, ntopics, tm_npatterns,
+           rd_kafka_version_str());
 
     int64_t next_discover = 0, next_report = tm_now_ms() + 5000, last_copied = 0;
     while (!tm_stop && !tm_fatal) {
         int64_t now = tm_now_ms();
         if (now >= next_discover) {
-            tm_discover(cons, prod, topics, ntopics, create, rf);
+            tm_discover(cons, prod, topics, &ntopics, create, rf);
             next_discover = tm_now_ms() + refresh_ms;
         }
         rd_kafka_message_t *m = rd_kafka_consumer_poll(cons, 5);
@@ -368,5 +409,9 @@ int main(int argc, char **argv) {
     rd_kafka_destroy(cons);
     rd_kafka_destroy(prod);
     tm_log("stopped: copied %" PRId64 ", delivered %" PRId64, tm_copied, tm_delivered);
+    for (int t = 0; t < ntopics; t++)
+        free(topics[t].tt_name);
+    for (int r = 0; r < tm_npatterns; r++)
+        regfree(&tm_patterns[r]);
     return tm_fatal ? 3 : 0;
 }

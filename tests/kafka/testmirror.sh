@@ -2,7 +2,7 @@
 # testmirror.sh — run the offset-preserving test mirror (testmirror.c) in the background.
 #
 #   testmirror.sh start NAME [--from CLUSTER | --source BOOTSTRAP] [--to CLUSTER | --dest BOOTSTRAP]
-#                            --topic T [--topic T2...] [other testmirror options]
+#                            --topic T [--topic T2...] [other testmirror options]   (T: name or ^regex)
 #       --from/--to take cluster names started by cluster.sh in the same run dir.
 #       Builds the binary if needed (build-testmirror.sh; or set SG_TESTMIRROR).
 #   testmirror.sh stop NAME        SIGTERM (flushes), SIGKILL after 10 s

@@ -1,0 +1,158 @@
+"""pytest fixtures for syncgate's integration tests against real Apache Kafka.
+
+Run with Debian's interpreter:  /usr/bin/python3 -m pytest -v tests/integration
+
+Fixtures (all cleanup is guaranteed: finalizers, atexit, and a watchdog that
+stops the run's processes if pytest itself dies):
+
+  bed            (session)  KafkaBed: the run dir, spawn(), stop_all()
+  source, dest   (session)  Cluster: one KRaft node each, named "source" and
+                            "dest", started in parallel on first use
+  topic_name     (function) a fresh topic name for this test, e.g. "t-test_x-1a2b3c"
+  make_cluster   (function) make_cluster(name, brokers=3, props=None) -> Cluster,
+                            stopped (SIGKILL) when the test ends
+  make_testmirror(function) make_testmirror(topics, name=None, source=None, dest=None,
+                            create_topics=False, rf=1, extra=()) -> Mirror
+                            (defaults: the session source -> dest); stopped at test end
+  make_mm2       (function) make_mm2(topics_regex, name=None, source=None, dest=None,
+                            rf=1, props=None) -> Mirror; stopped at test end
+
+Env: SG_KEEP_RUN_DIR=1 keeps the run dir (logs, data) even when all passed;
+it is always kept when a test failed, and its path is printed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import threading
+import uuid
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from kafkabed import Cluster, KafkaBed, Mirror, wait_until  # noqa: E402,F401
+
+_RUN_DIRS: list[str] = []
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "kafka: needs the real Apache Kafka test bed")
+
+
+@pytest.fixture(scope="session")
+def bed(request) -> KafkaBed:
+    b = KafkaBed()
+    _RUN_DIRS.append(b.run_dir)
+
+    def fin():
+        b.stop_all(fast=True)
+        keep = os.environ.get("SG_KEEP_RUN_DIR") or request.session.testsfailed
+        if not keep:
+            shutil.rmtree(b.run_dir, ignore_errors=True)
+
+    request.addfinalizer(fin)
+    return b
+
+
+@pytest.fixture(scope="session")
+def _source_and_dest(bed) -> tuple[Cluster, Cluster]:
+    """Start "source" and "dest" side by side (saves a few seconds)."""
+    out: dict = {}
+
+    def start(name):
+        try:
+            out[name] = bed.start_cluster(name)
+        except BaseException as e:  # noqa: BLE001 - re-raised below
+            out[name] = e
+
+    threads = [threading.Thread(target=start, args=(n,)) for n in ("source", "dest")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for n in ("source", "dest"):
+        if isinstance(out[n], BaseException):
+            raise out[n]
+    return out["source"], out["dest"]
+
+
+@pytest.fixture(scope="session")
+def source(_source_and_dest) -> Cluster:
+    return _source_and_dest[0]
+
+
+@pytest.fixture(scope="session")
+def dest(_source_and_dest) -> Cluster:
+    return _source_and_dest[1]
+
+
+@pytest.fixture
+def topic_name(request) -> str:
+    base = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in request.node.name)[:60]
+    return f"t-{base}-{uuid.uuid4().hex[:6]}"
+
+
+@pytest.fixture
+def make_cluster(bed):
+    made: list[Cluster] = []
+
+    def factory(name: str, brokers: int = 3, props=None) -> Cluster:
+        c = bed.start_cluster(name, brokers=brokers, props=props)
+        made.append(c)
+        return c
+
+    yield factory
+    for c in made:
+        c.stop(fast=True)
+
+
+@pytest.fixture
+def make_testmirror(bed, request):
+    made: list[Mirror] = []
+
+    def factory(topics, name=None, source=None, dest=None, create_topics=False, rf=1,
+                extra=()) -> Mirror:
+        src = source or request.getfixturevalue("source")
+        dst = dest or request.getfixturevalue("dest")
+        if isinstance(topics, str):
+            topics = [topics]
+        m = bed.start_testmirror(name or f"tm-{uuid.uuid4().hex[:6]}", src, dst, topics,
+                                 create_topics=create_topics, rf=rf, extra=extra)
+        made.append(m)
+        return m
+
+    yield factory
+    for m in made:
+        try:
+            m.stop()
+        except Exception as e:  # noqa: BLE001
+            print(f"stopping testmirror {m.name}: {e}", file=sys.stderr)
+
+
+@pytest.fixture
+def make_mm2(bed, request):
+    made: list[Mirror] = []
+
+    def factory(topics_regex, name=None, source=None, dest=None, rf=1, props=None) -> Mirror:
+        src = source or request.getfixturevalue("source")
+        dst = dest or request.getfixturevalue("dest")
+        m = bed.start_mm2(name or f"mm2-{uuid.uuid4().hex[:6]}", src, dst, topics_regex,
+                          rf=rf, props=props)
+        made.append(m)
+        return m
+
+    yield factory
+    for m in made:
+        try:
+            m.stop()
+        except Exception as e:  # noqa: BLE001
+            print(f"stopping mm2 {m.name}: {e}", file=sys.stderr)
+
+
+def pytest_terminal_summary(terminalreporter):
+    for d in _RUN_DIRS:
+        if os.path.isdir(d):
+            terminalreporter.write_line(f"kafka test bed run dir kept: {d} (logs under logs/, clusters/*/node-*/kafka.log)")
