@@ -1,0 +1,172 @@
+/*
+ * mirror/internal.h — shared between the files of mirror/ only.
+ *
+ * Ownership map (loop thread unless said otherwise):
+ *   struct mirror_gate
+ *     ├─ links[]: struct mirror_link        one per configured mirror
+ *     │    ├─ topic hash: struct mirror_tstate   per (mirror, source topic)
+ *     │    │    └─ parts[]: struct mirror_pstate per (mirror, topic, partition)
+ *     │    │         └─ heap of struct mirror_ref (waiters, min offset first)
+ *     │    └─ worker: struct mirror_worker  (its own thread; see worker.c)
+ *     ├─ bridge: struct mirror_bridge       worker → loop report queue (pipe)
+ *     └─ waits: struct mirror_wait          held responses; refs point into ps heaps
+ */
+#ifndef SYNCGATE_MIRROR_INTERNAL_H
+#define SYNCGATE_MIRROR_INTERNAL_H
+
+#include <regex.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <event2/event.h>
+#include <event2/event_struct.h>
+
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+
+#define MIRROR_NO_HEAP UINT32_MAX
+#define MIRROR_MAX_PARTITIONS 100000 /* reports above are dropped */
+
+struct mirror_worker;
+struct mirror_bridge;
+struct metric;
+
+/* One edge "part `part` of wait `w` waits for mirror `ps`'s progress". */
+struct mirror_ref {
+	struct mirror_wait *w;
+	struct mirror_pstate *ps;   /* whose heap holds it (while heap_idx != NO_HEAP) */
+	struct mirror_tstate *t;    /* the (mirror, topic) it waits on */
+	int64_t offset;             /* the part's last_offset */
+	uint32_t part;              /* index into w->parts */
+	uint32_t heap_idx;          /* position in ps->heap, MIRROR_NO_HEAP when out */
+};
+
+/* Per (mirror, topic, partition). */
+struct mirror_pstate {
+	int64_t progress;           /* first offset not durable on the destination, -1 unknown */
+	int64_t sampled_hw;         /* source HW sampled before a progress value, -1 unknown */
+	int32_t isr, min_isr;       /* destination, -1 unknown */
+	int64_t failing_since_ms;   /* -1 when healthy (lifecycle: all-partitions-failing demote) */
+	char reason[64];            /* last failure reason */
+	struct mirror_ref **heap;   /* waiters, min-heap on offset */
+	uint32_t nheap, capheap;
+	int64_t demanded;           /* highest offset already asked of the worker */
+	int64_t demand_until_ms;    /* and until when */
+	struct metric *m_isr, *m_min_isr; /* created on first ISR report */
+};
+
+/* Per (mirror, source topic): KIP MirrorPartitionStateValue + TopicImage bits. */
+struct mirror_tstate {
+	char *topic;
+	struct mirror_link *link;
+	enum mirror_type desired;   /* from sync_topics (state log later) */
+	enum mirror_type effective; /* starts ASYNC, promoted at lag zero */
+	bool released;              /* sticky Released marker (issue 6), never set yet */
+	bool recovery_pending;      /* pendingRecoveryPromotion (issue 6) */
+	int retry_attempt;          /* promotion backoff (issue 6) */
+	bool pending_logged;        /* "promotion pending lag drain" logged once */
+	int32_t npart;              /* source partition count, -1 unknown */
+	struct mirror_pstate **parts; /* by partition; individually allocated (refs point at them) */
+	int32_t nparts_alloc;
+	int32_t nfailing;
+	size_t held;
+	struct metric *m_desired, *m_effective, *m_lag, *m_failing;
+	struct mirror_tstate *next; /* hash chain */
+};
+
+/* One configured mirror, loop-thread side. */
+struct mirror_link {
+	char *name;
+	uint64_t id;                /* unique per worker instance: stale reports are dropped */
+	const struct conf_mirror *cm; /* borrowed from g->conf */
+	regex_t *re;
+	size_t nre;
+	struct mirror_tstate **buckets;
+	size_t nbuckets, ntopics;
+	struct mirror_worker *worker; /* NULL with MIRROR_GATE_NO_WORKERS */
+	struct metric *m_latency;
+	struct metric *m_lag_total;
+};
+
+struct mirror_wait {
+	struct mirror_gate *g;
+	struct mirror_wait_part *parts;
+	size_t nparts;
+	mirror_wait_cb cb;
+	void *arg;
+	int64_t start_ms, deadline_ms;
+	size_t npending;            /* parts not resolved */
+	uint32_t *remaining;        /* per part: refs not yet satisfied */
+	uint32_t *ref_start;        /* refs of part i: [ref_start[i], ref_start[i+1]) */
+	struct mirror_ref *refs;
+	size_t nrefs;
+	struct event timer;
+	bool timer_added;
+	bool done;                  /* resolved: in g's done list awaiting its callback */
+	struct mirror_wait *next, **pprev; /* g->waits (pending) or g->done (resolved) */
+};
+
+struct mirror_gate {
+	struct event_base *base;
+	const struct conf *conf;
+	unsigned flags;
+	struct mirror_link **links;
+	size_t nlinks;
+	uint64_t next_id;
+	struct mirror_bridge *bridge;
+	struct event *done_ev;      /* runs callbacks of waits resolved outside a gate event */
+	struct mirror_wait *waits;  /* pending waits */
+	struct mirror_wait *done, **done_tail; /* resolved, callbacks not yet run (FIFO) */
+	bool in_wait;               /* inside mirror_gate_wait: never call back */
+	size_t held;
+	struct metric *m_held;
+	struct metric *m_outcome[MIRROR_OUTCOME_COUNT];
+};
+
+/* Message from a worker (or inject) to the loop; strings follow the struct. */
+struct mirror_msg {
+	struct mirror_msg *next;
+	uint64_t link_id;           /* 0: find the link by r.mirror */
+	struct mirror_report r;     /* strings point into this allocation */
+};
+
+/* gate.c */
+void mirror_gate_apply(struct mirror_gate *g, const struct mirror_msg *m);
+void mirror_gate_flush_done(struct mirror_gate *g);
+struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic, bool create);
+struct mirror_pstate *mirror_pstate_get(struct mirror_tstate *t, int32_t partition, bool create);
+
+/* waiters.c: the per-partition min-heap of refs. */
+int mirror_heap_push(struct mirror_pstate *ps, struct mirror_ref *r);
+void mirror_heap_remove(struct mirror_pstate *ps, struct mirror_ref *r);
+static inline struct mirror_ref *mirror_heap_top(const struct mirror_pstate *ps)
+{
+	return ps->nheap ? ps->heap[0] : NULL;
+}
+
+/* bridge.c */
+struct mirror_bridge *mirror_bridge_new(struct mirror_gate *g);
+void mirror_bridge_free(struct mirror_bridge *b);
+/* Any thread. Copies; returns -1 on ENOMEM. */
+int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct mirror_report *r);
+
+/* topics.c */
+int mirror_regex_compile(const struct conf_mirror *cm, regex_t **out, size_t *nout);
+void mirror_regex_free(regex_t *re, size_t n);
+bool mirror_regex_match(const regex_t *re, size_t n, const char *topic);
+
+/* worker.c */
+struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct conf_mirror *cm,
+					  uint64_t link_id, struct mirror_bridge *b);
+/* Stop the thread, destroy its clients. Blocks until the thread ends (≤ ~1 s). */
+void mirror_worker_stop(struct mirror_worker *w);
+/* Ask for prompt progress of (topic, partition) until offset `need` is durable
+ * or `until_ms` passes. Loop thread; takes the worker mutex briefly. */
+void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
+			  int64_t need, int64_t until_ms);
+
+/* metrics.c */
+void mirror_label_escape(char *dst, size_t cap, const char *src);
+struct metric *mirror_metric_mt(enum metric_type type, const char *name, const char *help,
+				const char *mirror, const char *topic);
+
+#endif
