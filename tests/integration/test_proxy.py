@@ -1,0 +1,175 @@
+"""The transparent proxy against real Apache Kafka: real clients work through
+syncgate as they do directly, no broker address reaches a client, framing
+and version negotiation faults close cleanly (scenarios S3, S5, S6, S9)."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import subprocess
+import time
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from kafkabed import wait_until
+from rawkafka import RawClient, i32
+from sgfixture import java_tool, make_syncgate  # noqa: F401 - fixture
+
+
+def test_metadata_addresses_are_syncgate_only(make_syncgate, source, topic_name):
+    """Invariant 3 (no bypass): every broker in Metadata is a syncgate address,
+    node ids unchanged."""
+    source.create_topic(topic_name, partitions=2)
+    sg = make_syncgate(source)
+    c = RawClient("127.0.0.1", sg.port)
+    brokers, topics = c.metadata([topic_name])
+    c.close()
+    assert [b[0] for b in brokers] == source.broker_ids
+    for _, host, port in brokers:
+        assert (host, port) == ("127.0.0.1", sg.port)
+    assert sorted(topics[topic_name][1]) == [0, 1]
+
+
+def test_describe_cluster_and_coordinators_rewritten(make_syncgate, source, topic_name):
+    """S5: DescribeCluster, FindCoordinator (group and transaction) name only
+    syncgate addresses: a consumer group and a transactional producer work
+    through it."""
+    source.create_topic(topic_name, partitions=1)
+    sg = make_syncgate(source)
+    admin = AdminClient({"bootstrap.servers": sg.bootstrap})
+    desc = admin.describe_cluster().result(timeout=30)
+    assert {(n.host, n.port) for n in desc.nodes} == {("127.0.0.1", sg.port)}
+
+    p = Producer({"bootstrap.servers": sg.bootstrap, "transactional.id": f"tx-{topic_name}",
+                  "acks": "all"})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(10):
+        p.produce(topic_name, value=f"tx{i}".encode())
+    p.commit_transaction(30)
+
+    cons = Consumer({"bootstrap.servers": sg.bootstrap, "group.id": f"g-{topic_name}",
+                     "auto.offset.reset": "earliest", "isolation.level": "read_committed",
+                     "enable.auto.commit": False})
+    cons.subscribe([topic_name])
+    got = []
+    deadline = time.monotonic() + 60
+    while len(got) < 10 and time.monotonic() < deadline:
+        m = cons.poll(0.5)
+        if m is not None and not m.error():
+            got.append(m.value())
+    cons.commit(asynchronous=False)
+    committed = cons.committed([TopicPartition(topic_name, 0)], timeout=30)
+    cons.close()
+    assert got == [f"tx{i}".encode() for i in range(10)]
+    assert committed[0].offset >= 10  # ten records and a commit marker
+
+
+def test_kcat_produce_and_consume_through_syncgate(make_syncgate, source, topic_name):
+    """librdkafka via kcat: the same records come back, in order."""
+    source.create_topic(topic_name, partitions=1)
+    sg = make_syncgate(source)
+    data = "".join(f"line-{i}\n" for i in range(100))
+    subprocess.run(["kcat", "-b", sg.bootstrap, "-P", "-t", topic_name, "-p", "0",
+                    "-X", "acks=all"], input=data, text=True, check=True, timeout=60)
+    out = subprocess.run(["kcat", "-b", sg.bootstrap, "-C", "-t", topic_name, "-p", "0",
+                          "-o", "beginning", "-e", "-q"], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert out == data
+
+
+def test_java_producer_perf_through_syncgate(make_syncgate, source, topic_name):
+    """Java kafka-clients (idempotent producer) through syncgate: every record
+    acknowledged and readable from the broker."""
+    source.create_topic(topic_name, partitions=2)
+    sg = make_syncgate(source)
+    out = java_tool("org.apache.kafka.tools.ProducerPerformance", "--topic", topic_name,
+                    "--num-records", "2000", "--record-size", "100", "--throughput", "-1",
+                    "--producer-props", f"bootstrap.servers={sg.bootstrap}", "acks=all",
+                    "enable.idempotence=true")
+    assert "2000 records sent" in out
+    assert sum(source.high_watermark(topic_name, p) for p in (0, 1)) == 2000
+
+
+def test_acks0_flood_mixed_with_acks1_keeps_order(make_syncgate, source, topic_name):
+    """S3: acks=0 takes no FIFO slot; interleaved acks=1 responses keep order."""
+    source.create_topic(topic_name, partitions=1)
+    sg = make_syncgate(source)
+    c = RawClient("127.0.0.1", sg.port)
+    expected = []
+    for i in range(300):
+        if i % 3 == 2:
+            expected.append(c.send(0, 9, _produce_body(topic_name, acks=1)))
+        else:
+            c.send(0, 9, _produce_body(topic_name, acks=0), expect_response=False)
+    got = [c.recv()[0] for _ in expected]
+    c.close()
+    assert got == expected
+    wait_until(lambda: source.high_watermark(topic_name, 0) == 300, timeout=20,
+               what="all 300 records appended")
+
+
+def _produce_body(topic: str, acks: int) -> bytes:
+    from rawkafka import produce_body, record_batch
+    return produce_body(9, acks, 30000, {topic: {0: record_batch([b"x"])}})
+
+
+def test_api_versions_from_the_future(make_syncgate, source):
+    """S6: ApiVersions v5 (unknown to the broker) gets the broker's v0-layout
+    UNSUPPORTED_VERSION reply unchanged; the client's retry on the same
+    connection works and Produce keeps min 0 (S7) with a max ≥ 7."""
+    sg = make_syncgate(source)
+    c = RawClient("127.0.0.1", sg.port)
+    err, apis = c.api_versions(version=5)
+    assert err == 35
+    assert 18 in apis
+    err, apis = c.api_versions(version=3)
+    c.close()
+    assert err == 0
+    assert apis[0][0] <= 3 and apis[0][1] >= 7
+    assert apis[1][1] >= 10
+
+
+def test_tls_hello_on_plaintext_port_closes_cleanly(make_syncgate, source):
+    """S9: a TLS ClientHello on the plaintext port is refused with a log hint;
+    other connections keep working."""
+    sg = make_syncgate(source)
+    other = RawClient("127.0.0.1", sg.port)
+    s = socket.create_connection(("127.0.0.1", sg.port), timeout=10)
+    s.sendall(bytes.fromhex("160301020001000200") + b"\x00" * 64)
+    assert s.recv(100) == b""  # closed, nothing sent
+    s.close()
+    wait_until(lambda: "TLS" in sg.log(), timeout=5, what="TLS hint in the log")
+    err, _ = other.api_versions()
+    other.close()
+    assert err == 0
+
+
+def test_huge_length_prefix_refused_before_allocating(make_syncgate, source):
+    """S9: a 300 MB length prefix is refused at once (above max_frame_bytes)."""
+    sg = make_syncgate(source, limits={"max_frame_bytes": 1048576})
+    s = socket.create_connection(("127.0.0.1", sg.port), timeout=10)
+    s.sendall(i32(300 * 1024 * 1024) + b"\x00" * 16)
+    assert s.recv(100) == b""
+    s.close()
+    assert "frame_refused" in sg.log()
+    assert sg.proc.alive()
+
+
+def test_byte_at_a_time_frames(make_syncgate, source):
+    """Framing: a request trickling in one byte at a time is still one request."""
+    sg = make_syncgate(source)
+    from rawkafka import request_header, string, TAGS0
+    body = string("rawkafka", True) + string("1.0", True) + TAGS0
+    frame = request_header(18, 3, 7) + body
+    s = socket.create_connection(("127.0.0.1", sg.port), timeout=10)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    for b in i32(len(frame)) + frame:
+        s.sendall(bytes([b]))
+        time.sleep(0.001)
+    size = struct.unpack(">i", s.recv(4, socket.MSG_WAITALL))[0]
+    resp = s.recv(size, socket.MSG_WAITALL)
+    s.close()
+    assert struct.unpack(">i", resp[:4])[0] == 7
+    assert struct.unpack(">h", resp[4:6])[0] == 0
