@@ -3,7 +3,7 @@
  *
  * Pure functions: no I/O, no libevent, no globals but constant tables.
  * Field names follow the protocol spec (apache/kafka
- * clients/src/main/resources/common/message/*.json).
+ * clients/src/main/resources/common/message/<Name>.json).
  *
  * Reading: every decoder reads a frame *body* (the bytes after the 4-byte
  * size prefix) given as an array of segments (`struct codec_iov`), so a frame
@@ -39,6 +39,7 @@ enum codec_err {
 	CODEC_ERR_BAD_MSG,     /* malformed: negative length, bad varint, tags out of order, trailing bytes */
 	CODEC_ERR_LIMIT,       /* a count or size above its limit, or the output buffer's limit */
 	CODEC_ERR_UNSUPPORTED, /* api key or version this codec does not decode */
+	CODEC_ERR_NOMEM,       /* allocation failed */
 	CODEC_ERR__COUNT
 };
 const char *codec_err_str(enum codec_err e);
@@ -62,6 +63,7 @@ struct codec_reader {
 	size_t len;       /* total bytes */
 	enum codec_err err;
 	size_t err_off;   /* offset of the first error */
+	bool flexible;    /* compact strings/arrays and tagged fields (set per message) */
 };
 
 void codec_reader_init(struct codec_reader *r, const struct codec_iov *iov, int niov);
@@ -73,6 +75,7 @@ struct codec_buf {
 	size_t cap;
 	size_t limit;   /* growing past it sets err = CODEC_ERR_LIMIT */
 	enum codec_err err;
+	bool flexible;  /* encoders set it: compact strings/arrays, tagged fields */
 };
 void codec_buf_init(struct codec_buf *b, size_t limit);
 void codec_buf_free(struct codec_buf *b);
@@ -83,12 +86,154 @@ struct codec_slice {
 	int32_t len;  /* -1 for null */
 };
 
+/** A list of int32 (ReplicaNodes, IsrNodes, OfflineReplicas…). Owned. */
+struct codec_int32s {
+	int32_t *v;
+	size_t n;
+};
+
 /** Tagged fields this codec does not know, kept verbatim for re-encoding. */
 struct codec_tags {
 	uint8_t *raw;   /* the encoded fields (tag, size, data)… without the count */
 	size_t len;
 	uint32_t count;
 };
+
+/*
+ * Reader primitives. Each returns the value read, or a zero value once the
+ * reader's sticky error is set (check `r->err` after a run of reads).
+ * Strings, bytes and arrays use the compact (flexible) encoding when
+ * `r->flexible` is set, the classic one otherwise.
+ */
+
+/** Most elements any array may declare (CODEC_ERR_LIMIT above it). */
+#define CODEC_ARRAY_MAX (1 << 24)
+
+/** Set the sticky error `e` at the current offset unless one is set; returns r->err. */
+enum codec_err codec_reader_fail(struct codec_reader *r, enum codec_err e);
+/** Bytes left to read. */
+size_t codec_reader_remaining(const struct codec_reader *r);
+/** Position the reader at absolute body offset `off` (backwards too); UNDERFLOW past the end. */
+void codec_reader_seek(struct codec_reader *r, size_t off);
+
+/**
+ * A reader bounded to the next `n` bytes of `r` (the parent does not move);
+ * CODEC_ERR_UNDERFLOW on `r` when fewer remain. Returns false on error.
+ */
+bool codec_reader_sub(struct codec_reader *r, size_t n, struct codec_reader *sub);
+/**
+ * Continue `r` after `sub`, which must have consumed all its bytes: running
+ * out inside it, or leaving bytes unread, is CODEC_ERR_BAD_MSG on `r` (its
+ * bytes were all there); other errors carry over.
+ */
+void codec_reader_join(struct codec_reader *r, const struct codec_reader *sub);
+
+int8_t codec_read_i8(struct codec_reader *r);
+int16_t codec_read_i16(struct codec_reader *r);
+int32_t codec_read_i32(struct codec_reader *r);
+int64_t codec_read_i64(struct codec_reader *r);
+/** Kafka bool: 0 or 1; anything else is CODEC_ERR_BAD_MSG. */
+bool codec_read_bool(struct codec_reader *r);
+/** Unsigned varint (≤ 5 bytes; longer or above 32 bits: CODEC_ERR_BAD_MSG). */
+uint32_t codec_read_uvarint(struct codec_reader *r);
+/** Zigzag varint (int32) and varlong (int64, ≤ 10 bytes). */
+int32_t codec_read_varint(struct codec_reader *r);
+int64_t codec_read_varlong(struct codec_reader *r);
+void codec_read_uuid(struct codec_reader *r, uint8_t out[16]);
+/** Copy `n` bytes out (all or none). */
+void codec_read_raw(struct codec_reader *r, void *dst, size_t n);
+void codec_read_skip(struct codec_reader *r, size_t n);
+/**
+ * A string (int16 / compact length) or, with `bytes`, a bytes field (int32 /
+ * compact length) as a slice of the body, skipped and not copied. A null
+ * value is CODEC_ERR_BAD_MSG unless `nullable`; a length below -1 always is.
+ */
+struct codec_slice codec_read_slice(struct codec_reader *r, bool bytes, bool nullable);
+/** A string copied into a new NUL-terminated allocation (NULL for null or error). */
+char *codec_read_str(struct codec_reader *r, bool nullable);
+/**
+ * An array count (int32 / compact), -1 for a null array (BAD_MSG unless
+ * `nullable`). Counts whose elements cannot fit in the remaining bytes at
+ * `min_elem` bytes each give CODEC_ERR_UNDERFLOW, counts above
+ * CODEC_ARRAY_MAX CODEC_ERR_LIMIT — before the caller allocates anything.
+ */
+int32_t codec_read_array_len(struct codec_reader *r, bool nullable, size_t min_elem);
+
+/**
+ * Known-tag handler: read the field's `size` bytes from `r` and return true,
+ * or return false to keep the field verbatim as unknown.
+ */
+typedef bool (*codec_tag_fn)(void *ctx, struct codec_reader *r, uint32_t tag, uint32_t size);
+/**
+ * Read a tagged-field section; does nothing unless `r->flexible`. Tags must be strictly
+ * increasing and a handler must consume exactly the field's size
+ * (CODEC_ERR_BAD_MSG otherwise). Unknown fields are appended to `keep`
+ * (skipped when `keep` is NULL). `fn` may be NULL.
+ */
+void codec_read_tags(struct codec_reader *r, struct codec_tags *keep, codec_tag_fn fn, void *ctx);
+void codec_tags_free(struct codec_tags *t);
+
+/** Reads one array element into `elem` (zeroed beforehand). */
+typedef void (*codec_elem_read_fn)(struct codec_reader *r, void *elem, void *ctx);
+/**
+ * Read a non-nullable array of `elem_size`-byte elements, each at least
+ * `min_wire` bytes on the wire: the count is checked (see
+ * codec_read_array_len), then a zeroed array is allocated and filled by `fn`.
+ * Returns the array (NULL when empty) and sets *n to its length even when an
+ * element fails, so the caller's free function releases what was read.
+ */
+void *codec_read_array(struct codec_reader *r, size_t elem_size, size_t min_wire, size_t *n,
+		       codec_elem_read_fn fn, void *ctx);
+/** Read an int32 array (non-nullable). */
+void codec_read_int32s(struct codec_reader *r, struct codec_int32s *out);
+/** End of a message: bytes left over are CODEC_ERR_BAD_MSG. Returns r->err. */
+enum codec_err codec_reader_finish(struct codec_reader *r);
+/** Free an array read by codec_read_array, calling `fn` (if any) on each element. */
+void codec_array_free(void *v, size_t n, size_t elem_size, void (*fn)(void *elem));
+
+/* Writer primitives: append to `b`; after an error they do nothing. */
+void codec_write_raw(struct codec_buf *b, const void *p, size_t n);
+void codec_write_i8(struct codec_buf *b, int8_t v);
+void codec_write_i16(struct codec_buf *b, int16_t v);
+void codec_write_i32(struct codec_buf *b, int32_t v);
+void codec_write_i64(struct codec_buf *b, int64_t v);
+void codec_write_bool(struct codec_buf *b, bool v);
+void codec_write_uvarint(struct codec_buf *b, uint32_t v);
+void codec_write_varint(struct codec_buf *b, int32_t v);
+void codec_write_varlong(struct codec_buf *b, int64_t v);
+void codec_write_uuid(struct codec_buf *b, const uint8_t v[16]);
+/** A string of `len` bytes (-1: null), compact when `b->flexible`. */
+void codec_write_strn(struct codec_buf *b, const char *s, int32_t len);
+/** A NUL-terminated string; NULL writes a null string. */
+void codec_write_str(struct codec_buf *b, const char *s);
+/** An array count (-1: null), compact when `b->flexible`. */
+void codec_write_array_len(struct codec_buf *b, int32_t n);
+/** Copy `len` bytes at body offset `off` of a segmented body. */
+void codec_write_iov(struct codec_buf *b, const struct codec_iov *iov, int niov, size_t off, size_t len);
+/** Copy a slice of a segmented body with its length prefix (string, or `bytes`). */
+void codec_write_slice(struct codec_buf *b, const struct codec_iov *iov, int niov,
+		       struct codec_slice s, bool bytes);
+
+/** Writes one array element. */
+typedef void (*codec_elem_write_fn)(struct codec_buf *b, const void *elem, void *ctx);
+/** Write an array: count, then `fn` on each of the `n` elements. */
+void codec_write_array(struct codec_buf *b, const void *v, size_t n, size_t elem_size,
+		       codec_elem_write_fn fn, void *ctx);
+void codec_write_int32s(struct codec_buf *b, const struct codec_int32s *a);
+
+/** A known tagged field to encode: its tag and its encoded value. */
+struct codec_tag_out {
+	uint32_t tag;
+	const uint8_t *data;
+	size_t len;
+};
+/**
+ * Write a tagged-field section: `known` (sorted by tag) merged in tag order
+ * with the preserved `unknown` fields (may be NULL). Does nothing unless
+ * `b->flexible`.
+ */
+void codec_write_tags(struct codec_buf *b, const struct codec_tag_out *known, size_t nknown,
+		      const struct codec_tags *unknown);
 
 /* ------------------------------------------------------------------------ */
 /* API table and headers                                                    */
@@ -115,12 +260,16 @@ struct codec_api {
 	const char *name;       /* "Produce", "Metadata", ... */
 	int16_t flexible_from;  /* first flexible version; -1 if never */
 	int16_t decode_max;     /* highest version syncgate decodes; -1: opaque */
+	int16_t min_version;    /* lowest version Apache Kafka 4.3 serves; -1: none */
+	int16_t max_version;    /* highest stable version Apache Kafka 4.3 serves; -1: none */
 };
 
 /** Table row for `api_key`, or NULL for a key Kafka 4.x does not have. */
 const struct codec_api *codec_api_get(int16_t api_key);
 /** Name of `api_key`, "Unknown" when not in the table. */
 const char *codec_api_name(int16_t api_key);
+/** True when this key/version uses the flexible encoding (from the table). */
+bool codec_api_flexible(int16_t api_key, int16_t api_version);
 /** Request header version (0, 1 or 2) for a request of this key/version. */
 int codec_request_header_version(int16_t api_key, int16_t api_version);
 /** Response header version (0 or 1); ApiVersions responses are always 0. */
@@ -298,12 +447,21 @@ struct codec_record_batch {
 	int32_t records_count;
 };
 
+/*
+ * Records blob walk: batch by batch using batchLength; only each header is
+ * read. A batch whose magic is not 2 (legacy message sets, which Produce v3+
+ * does not allow and the broker rejects with INVALID_RECORD) stops the walk
+ * without an error: nbatches = 0, offset_span = 0, so the frame is still
+ * forwarded and the broker's error passes through. A trailing partial batch,
+ * or batchLength < 49, is CODEC_ERR_BAD_MSG. Null records: nbatches = 0.
+ */
 struct codec_produce_partition_req {
 	int32_t index;
 	struct codec_slice records;   /* the records blob, never copied */
 	int32_t nbatches;
 	int64_t offset_span;          /* Σ (lastOffsetDelta + 1) over the batches */
 	struct codec_record_batch last_batch;
+	struct codec_tags tags;       /* v9+ */
 };
 
 struct codec_produce_topic_req {
@@ -311,6 +469,7 @@ struct codec_produce_topic_req {
 	uint8_t topic_id[16];         /* v13 */
 	struct codec_produce_partition_req *partitions;
 	size_t npartitions;
+	struct codec_tags tags;       /* v9+ */
 };
 
 /** Produce request (spec ProduceRequest v3–v13; "v14" = v13 on the wire). */
@@ -320,12 +479,20 @@ struct codec_produce_request {
 	int32_t timeout_ms;
 	struct codec_produce_topic_req *topics;
 	size_t ntopics;
+	struct codec_tags tags;       /* v9+ */
 };
 
 /** Decode a Produce request body (after the request header). */
 enum codec_err codec_produce_request_decode(const struct codec_iov *iov, int niov,
 					    int16_t version,
 					    struct codec_produce_request *out) CODEC_WUR;
+/**
+ * Encode a decoded Produce request; records are copied from `src` (the body
+ * the request was decoded from) by their slices.
+ */
+enum codec_err codec_produce_request_encode(const struct codec_produce_request *m, int16_t version,
+					    const struct codec_iov *src, int nsrc,
+					    struct codec_buf *out) CODEC_WUR;
 void codec_produce_request_free(struct codec_produce_request *m);
 
 struct codec_produce_partition_resp {
@@ -368,6 +535,7 @@ struct codec_produce_response {
 	size_t nnode_endpoints;
 	bool has_node_endpoints;
 	struct codec_tags tags;
+	size_t tags_off;              /* decode: body offset of the top-level tagged fields (v9+) */
 };
 
 enum codec_err codec_produce_response_decode(const struct codec_iov *iov, int niov,
@@ -414,6 +582,209 @@ enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, 
 					 struct codec_fetch_response_scan *out) CODEC_WUR;
 void codec_fetch_response_scan_free(struct codec_fetch_response_scan *s);
 
-/* ListOffsets request/response v1–v11: declared by the codec when added. */
+/* ------------------------------------------------------------------------ */
+/* ListOffsets (key 2), spec ListOffsetsRequest/Response v1–v11             */
+/* ------------------------------------------------------------------------ */
+
+struct codec_list_offsets_partition_req {
+	int32_t partition_index;
+	int32_t current_leader_epoch;  /* v4+ */
+	int64_t timestamp;
+	struct codec_tags tags;
+};
+
+struct codec_list_offsets_topic_req {
+	char *name;
+	struct codec_list_offsets_partition_req *partitions;
+	size_t npartitions;
+	struct codec_tags tags;
+};
+
+struct codec_list_offsets_request {
+	int32_t replica_id;
+	int8_t isolation_level;        /* v2+ */
+	struct codec_list_offsets_topic_req *topics;
+	size_t ntopics;
+	int32_t timeout_ms;            /* v10+ */
+	struct codec_tags tags;
+};
+
+struct codec_list_offsets_partition_resp {
+	int32_t partition_index;
+	int16_t error_code;
+	int64_t timestamp;
+	int64_t offset;
+	int32_t leader_epoch;          /* v4+ */
+	struct codec_tags tags;
+};
+
+struct codec_list_offsets_topic_resp {
+	char *name;
+	struct codec_list_offsets_partition_resp *partitions;
+	size_t npartitions;
+	struct codec_tags tags;
+};
+
+struct codec_list_offsets_response {
+	int32_t throttle_time_ms;      /* v2+ */
+	struct codec_list_offsets_topic_resp *topics;
+	size_t ntopics;
+	struct codec_tags tags;
+};
+
+/** Decode a ListOffsets request body (v1–v11, after the request header). */
+enum codec_err codec_list_offsets_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+						 struct codec_list_offsets_request *out) CODEC_WUR;
+enum codec_err codec_list_offsets_request_encode(const struct codec_list_offsets_request *m,
+						 int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_list_offsets_request_free(struct codec_list_offsets_request *m);
+/** Decode a ListOffsets response body (v1–v11, after the response header). */
+enum codec_err codec_list_offsets_response_decode(const struct codec_iov *iov, int niov, int16_t version,
+						  struct codec_list_offsets_response *out) CODEC_WUR;
+enum codec_err codec_list_offsets_response_encode(const struct codec_list_offsets_response *m,
+						  int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_list_offsets_response_free(struct codec_list_offsets_response *m);
+
+/* ------------------------------------------------------------------------ */
+/* Full decode/encode of the endpoint-carrying responses                    */
+/* ------------------------------------------------------------------------ */
+
+/** ApiVersions request (spec ApiVersionsRequest v0–v4; fields v3+). */
+struct codec_api_versions_request {
+	char *client_software_name;
+	char *client_software_version;
+	struct codec_tags tags;
+};
+enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+						 struct codec_api_versions_request *out) CODEC_WUR;
+enum codec_err codec_api_versions_request_encode(const struct codec_api_versions_request *m,
+						 int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_api_versions_request_free(struct codec_api_versions_request *m);
+
+struct codec_metadata_broker {
+	int32_t node_id;
+	char *host;
+	int32_t port;
+	char *rack;                    /* v1+; nullable */
+	struct codec_tags tags;
+};
+
+struct codec_metadata_partition {
+	int16_t error_code;
+	int32_t partition_index;
+	int32_t leader_id;
+	int32_t leader_epoch;          /* v7+ */
+	struct codec_int32s replica_nodes;
+	struct codec_int32s isr_nodes;
+	struct codec_int32s offline_replicas;  /* v5+ */
+	struct codec_tags tags;
+};
+
+struct codec_metadata_response_topic {
+	int16_t error_code;
+	char *name;                    /* nullable in v12+ */
+	uint8_t topic_id[16];          /* v10+ */
+	bool is_internal;              /* v1+ */
+	struct codec_metadata_partition *partitions;
+	size_t npartitions;
+	int32_t topic_authorized_operations;  /* v8+ */
+	struct codec_tags tags;
+};
+
+/** Metadata response (spec MetadataResponse v0–v13). */
+struct codec_metadata_response {
+	int32_t throttle_time_ms;      /* v3+ */
+	struct codec_metadata_broker *brokers;
+	size_t nbrokers;
+	char *cluster_id;              /* v2+; nullable */
+	int32_t controller_id;         /* v1+ */
+	struct codec_metadata_response_topic *topics;
+	size_t ntopics;
+	int32_t cluster_authorized_operations;  /* v8–v10 */
+	int16_t error_code;            /* v13+ */
+	struct codec_tags tags;
+};
+enum codec_err codec_metadata_response_decode(const struct codec_iov *iov, int niov, int16_t version,
+					      struct codec_metadata_response *out) CODEC_WUR;
+enum codec_err codec_metadata_response_encode(const struct codec_metadata_response *m,
+					      int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_metadata_response_free(struct codec_metadata_response *m);
+
+struct codec_coordinator {
+	char *key;
+	int32_t node_id;
+	char *host;
+	int32_t port;
+	int16_t error_code;
+	char *error_message;           /* nullable */
+	struct codec_tags tags;
+};
+
+/** FindCoordinator response (spec FindCoordinatorResponse v0–v6). */
+struct codec_find_coordinator_response {
+	int32_t throttle_time_ms;      /* v1+ */
+	int16_t error_code;            /* v0–v3 */
+	char *error_message;           /* v1–v3; nullable */
+	int32_t node_id;               /* v0–v3 */
+	char *host;                    /* v0–v3 */
+	int32_t port;                  /* v0–v3 */
+	struct codec_coordinator *coordinators;  /* v4+ */
+	size_t ncoordinators;
+	struct codec_tags tags;
+};
+enum codec_err codec_find_coordinator_response_decode(const struct codec_iov *iov, int niov,
+						      int16_t version,
+						      struct codec_find_coordinator_response *out) CODEC_WUR;
+enum codec_err codec_find_coordinator_response_encode(const struct codec_find_coordinator_response *m,
+						      int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_find_coordinator_response_free(struct codec_find_coordinator_response *m);
+
+struct codec_describe_cluster_broker {
+	int32_t broker_id;
+	char *host;
+	int32_t port;
+	char *rack;                    /* nullable */
+	bool is_fenced;                /* v2+ */
+	struct codec_tags tags;
+};
+
+/** DescribeCluster response (spec DescribeClusterResponse v0–v2). */
+struct codec_describe_cluster_response {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	char *error_message;           /* nullable */
+	int8_t endpoint_type;          /* v1+ */
+	char *cluster_id;
+	int32_t controller_id;
+	struct codec_describe_cluster_broker *brokers;
+	size_t nbrokers;
+	int32_t cluster_authorized_operations;
+	struct codec_tags tags;
+};
+enum codec_err codec_describe_cluster_response_decode(const struct codec_iov *iov, int niov,
+						      int16_t version,
+						      struct codec_describe_cluster_response *out) CODEC_WUR;
+enum codec_err codec_describe_cluster_response_encode(const struct codec_describe_cluster_response *m,
+						      int16_t version, struct codec_buf *out) CODEC_WUR;
+void codec_describe_cluster_response_free(struct codec_describe_cluster_response *m);
+
+/* ------------------------------------------------------------------------ */
+/* Framing                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The segments of `in` after its first `skip` bytes (e.g. a frame body past
+ * its header), written to `out` (at most `max_out`); returns the count, or
+ * -1 when `skip` is past the end or `out` is too small. Borrowed like `in`.
+ */
+int codec_iov_skip(const struct codec_iov *in, int nin, size_t skip, struct codec_iov *out, int max_out);
+
+/**
+ * Peek the 4-byte size prefix at the start of `iov`: *body_len is the body
+ * size. CODEC_ERR_UNDERFLOW with fewer than 4 bytes, CODEC_ERR_BAD_MSG for a
+ * negative size, CODEC_ERR_LIMIT above `max_body`.
+ */
+enum codec_err codec_frame_peek(const struct codec_iov *iov, int niov, size_t max_body,
+				size_t *body_len) CODEC_WUR;
 
 #endif

@@ -1,0 +1,138 @@
+/* The API table: every API key of Apache Kafka 4.x, and the header versions it implies. */
+#include "codec/codec.h"
+
+/*
+ * Columns: key, name, flexible-from (spec flexibleVersions), highest version
+ * syncgate decodes, lowest and highest stable version Kafka 4.3 serves.
+ * Generated from kafka-clients 4.3.1 (ApiKeys and the *Request.json specs);
+ * keys 4–7 (removed in 4.0) keep their historical flexible-from versions.
+ * Produce decodes up to "v14", which is v13 on the wire.
+ */
+static const struct codec_api apis[] = {
+	{0, "Produce", 9, 14, 3, 13},
+	{1, "Fetch", 12, 18, 4, 18},
+	{2, "ListOffsets", 6, 11, 1, 11},
+	{3, "Metadata", 9, 13, 0, 13},
+	{4, "LeaderAndIsr", 4, -1, -1, -1},
+	{5, "StopReplica", 2, -1, -1, -1},
+	{6, "UpdateMetadata", 6, -1, -1, -1},
+	{7, "ControlledShutdown", 3, -1, -1, -1},
+	{8, "OffsetCommit", 8, -1, 2, 10},
+	{9, "OffsetFetch", 6, -1, 1, 10},
+	{10, "FindCoordinator", 3, 6, 0, 6},
+	{11, "JoinGroup", 6, -1, 0, 9},
+	{12, "Heartbeat", 4, -1, 0, 4},
+	{13, "LeaveGroup", 4, -1, 0, 5},
+	{14, "SyncGroup", 4, -1, 0, 5},
+	{15, "DescribeGroups", 5, -1, 0, 6},
+	{16, "ListGroups", 3, -1, 0, 5},
+	{17, "SaslHandshake", -1, -1, 0, 1},
+	{18, "ApiVersions", 3, 4, 0, 4},
+	{19, "CreateTopics", 5, -1, 2, 7},
+	{20, "DeleteTopics", 4, -1, 1, 6},
+	{21, "DeleteRecords", 2, -1, 0, 2},
+	{22, "InitProducerId", 2, -1, 0, 5},
+	{23, "OffsetForLeaderEpoch", 4, -1, 2, 4},
+	{24, "AddPartitionsToTxn", 3, -1, 0, 5},
+	{25, "AddOffsetsToTxn", 3, -1, 0, 4},
+	{26, "EndTxn", 3, -1, 0, 5},
+	{27, "WriteTxnMarkers", 1, -1, 1, 2},
+	{28, "TxnOffsetCommit", 3, -1, 0, 5},
+	{29, "DescribeAcls", 2, -1, 1, 3},
+	{30, "CreateAcls", 2, -1, 1, 3},
+	{31, "DeleteAcls", 2, -1, 1, 3},
+	{32, "DescribeConfigs", 4, -1, 1, 4},
+	{33, "AlterConfigs", 2, -1, 0, 2},
+	{34, "AlterReplicaLogDirs", 2, -1, 1, 2},
+	{35, "DescribeLogDirs", 2, -1, 1, 5},
+	{36, "SaslAuthenticate", 2, -1, 0, 2},
+	{37, "CreatePartitions", 2, -1, 0, 3},
+	{38, "CreateDelegationToken", 2, -1, 1, 3},
+	{39, "RenewDelegationToken", 2, -1, 1, 2},
+	{40, "ExpireDelegationToken", 2, -1, 1, 2},
+	{41, "DescribeDelegationToken", 2, -1, 1, 3},
+	{42, "DeleteGroups", 2, -1, 0, 2},
+	{43, "ElectLeaders", 2, -1, 0, 2},
+	{44, "IncrementalAlterConfigs", 1, -1, 0, 1},
+	{45, "AlterPartitionReassignments", 0, -1, 0, 1},
+	{46, "ListPartitionReassignments", 0, -1, 0, 0},
+	{47, "OffsetDelete", -1, -1, 0, 0},
+	{48, "DescribeClientQuotas", 1, -1, 0, 1},
+	{49, "AlterClientQuotas", 1, -1, 0, 1},
+	{50, "DescribeUserScramCredentials", 0, -1, 0, 0},
+	{51, "AlterUserScramCredentials", 0, -1, 0, 0},
+	{52, "Vote", 0, -1, 0, 2},
+	{53, "BeginQuorumEpoch", 1, -1, 0, 1},
+	{54, "EndQuorumEpoch", 1, -1, 0, 1},
+	{55, "DescribeQuorum", 0, -1, 0, 2},
+	{56, "AlterPartition", 0, -1, 2, 3},
+	{57, "UpdateFeatures", 0, -1, 0, 2},
+	{58, "Envelope", 0, -1, 0, 0},
+	{59, "FetchSnapshot", 0, -1, 0, 1},
+	{60, "DescribeCluster", 0, 2, 0, 2},
+	{61, "DescribeProducers", 0, -1, 0, 0},
+	{62, "BrokerRegistration", 0, -1, 0, 4},
+	{63, "BrokerHeartbeat", 0, -1, 0, 2},
+	{64, "UnregisterBroker", 0, -1, 0, 0},
+	{65, "DescribeTransactions", 0, -1, 0, 0},
+	{66, "ListTransactions", 0, -1, 0, 2},
+	{67, "AllocateProducerIds", 0, -1, 0, 0},
+	{68, "ConsumerGroupHeartbeat", 0, -1, 0, 1},
+	{69, "ConsumerGroupDescribe", 0, -1, 0, 1},
+	{70, "ControllerRegistration", 0, -1, 0, 0},
+	{71, "GetTelemetrySubscriptions", 0, -1, 0, 0},
+	{72, "PushTelemetry", 0, -1, 0, 0},
+	{73, "AssignReplicasToDirs", 0, -1, 0, 0},
+	{74, "ListConfigResources", 0, -1, 0, 1},
+	{75, "DescribeTopicPartitions", 0, -1, 0, 0},
+	{76, "ShareGroupHeartbeat", 0, -1, 1, 1},
+	{77, "ShareGroupDescribe", 0, -1, 1, 1},
+	{78, "ShareFetch", 0, 2, 1, 2},
+	{79, "ShareAcknowledge", 0, 2, 1, 2},
+	{80, "AddRaftVoter", 0, -1, 0, 1},
+	{81, "RemoveRaftVoter", 0, -1, 0, 0},
+	{82, "UpdateRaftVoter", 0, -1, 0, 0},
+	{83, "InitializeShareGroupState", 0, -1, 0, 0},
+	{84, "ReadShareGroupState", 0, -1, 0, 0},
+	{85, "WriteShareGroupState", 0, -1, 0, 1},
+	{86, "DeleteShareGroupState", 0, -1, 0, 0},
+	{87, "ReadShareGroupStateSummary", 0, -1, 0, 1},
+	{88, "StreamsGroupHeartbeat", 0, -1, 0, 0},
+	{89, "StreamsGroupDescribe", 0, -1, 0, 0},
+	{90, "DescribeShareGroupOffsets", 0, -1, 0, 1},
+	{91, "AlterShareGroupOffsets", 0, -1, 0, 0},
+	{92, "DeleteShareGroupOffsets", 0, -1, 0, 0},
+};
+
+#define NAPIS ((int)(sizeof(apis) / sizeof(apis[0])))
+
+const struct codec_api *codec_api_get(int16_t api_key)
+{
+	/* Keys are dense from 0 (checked by the unit tests). */
+	return api_key >= 0 && api_key < NAPIS ? &apis[api_key] : NULL;
+}
+
+const char *codec_api_name(int16_t api_key)
+{
+	const struct codec_api *a = codec_api_get(api_key);
+	return a ? a->name : "Unknown";
+}
+
+bool codec_api_flexible(int16_t api_key, int16_t api_version)
+{
+	const struct codec_api *a = codec_api_get(api_key);
+	return a && a->flexible_from >= 0 && api_version >= a->flexible_from;
+}
+
+int codec_request_header_version(int16_t api_key, int16_t api_version)
+{
+	return codec_api_flexible(api_key, api_version) ? 2 : 1;
+}
+
+int codec_response_header_version(int16_t api_key, int16_t api_version)
+{
+	/* ApiVersions responses keep header v0 so any client can read them. */
+	if (api_key == CODEC_API_API_VERSIONS)
+		return 0;
+	return codec_api_flexible(api_key, api_version) ? 1 : 0;
+}
