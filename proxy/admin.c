@@ -2,12 +2,15 @@
  * The admin HTTP listener (admin.listen, default 127.0.0.1:9464), through
  * libevent's evhttp: GET /metrics (Prometheus text format 0.0.4), GET
  * /healthz (the process is alive and its loop turns), GET /readyz (ready to
- * serve: listening and not shutting down). Loop thread.
+ * serve: listening and not shutting down), GET /v1/mirrors[?mirror=M&topic=T]
+ * (desired/effective mirror type, lag and progress per partition, JSON).
+ * Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 
 #include "proxy/proxy.h"
 
@@ -57,6 +60,29 @@ static void readyz_cb(struct evhttp_request *req, void *arg)
 	reply_text(req, 200, "OK", "text/plain", "ready\n");
 }
 
+static void mirrors_cb(struct evhttp_request *req, void *arg)
+{
+	struct proxy_admin *a = arg;
+	struct evkeyvalq q;
+	const char *uri = evhttp_request_get_uri(req);
+	struct evhttp_uri *u = evhttp_uri_parse(uri);
+	const char *query = u ? evhttp_uri_get_query(u) : NULL;
+	TAILQ_INIT(&q);
+	if (query)
+		evhttp_parse_query_str(query, &q);
+	char *json = mirror_gate_describe_json(a->gate, evhttp_find_header(&q, "mirror"),
+					       evhttp_find_header(&q, "topic"));
+	evhttp_clear_headers(&q);
+	if (u)
+		evhttp_uri_free(u);
+	if (!json) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	reply_text(req, 200, "OK", "application/json", json);
+	free(json);
+}
+
 struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *conf,
 				    struct proxy_server *srv, struct mirror_gate *gate)
 {
@@ -77,6 +103,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 	evhttp_set_cb(a->http, "/metrics", metrics_cb, a);
 	evhttp_set_cb(a->http, "/healthz", healthz_cb, a);
 	evhttp_set_cb(a->http, "/readyz", readyz_cb, a);
+	evhttp_set_cb(a->http, "/v1/mirrors", mirrors_cb, a);
 	LOG_I("admin_listening", "address=%s:%d", conf->admin_listen.host, conf->admin_listen.port);
 	return a;
 }
