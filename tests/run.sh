@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# tests/run.sh — THE test command (README; .ci/run calls it).
+#
+# On a fresh Debian 12 machine: installs dependencies, fetches the Apache
+# Kafka jars, builds syncgate (meson, warnings as errors), runs the unit tests
+# (meson test), then the integration suite against real Kafka
+# (/usr/bin/python3 -m pytest -v tests/integration), and prints one summary
+# line "N passed, N failed" for both. Exits non-zero on any failure; a step
+# that fails before its tests run counts as one failure (a failed install
+# stops there; a failed build skips the unit tests, the Kafka suite still runs).
+#
+# Usage: tests/run.sh [--unit-only | --integration-only] [-- PYTEST_ARGS...]
+#   e.g. tests/run.sh --integration-only -- -k smoke -x
+# Env:   SG_SKIP_INSTALL=1   skip deploy/install-deps.sh (already installed)
+#        BUILD_DIR           meson build dir (default: build)
+#        SG_KEEP_RUN_DIR=1   keep the Kafka run dir (logs) even when all pass
+set -uo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+BUILD_DIR="${BUILD_DIR:-build}"
+PY=/usr/bin/python3   # Debian's python: it sees python3-confluent-kafka / python3-pytest
+
+unit=1 integ=1 pytest_args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --unit-only) integ=0; shift ;;
+    --integration-only) unit=0; shift ;;
+    --) shift; pytest_args=("$@"); break ;;
+    *) echo "usage: tests/run.sh [--unit-only | --integration-only] [-- PYTEST_ARGS...]" >&2; exit 2 ;;
+  esac
+done
+
+passed=0 failed=0 notes=()
+t_start=$SECONDS
+step() { echo; echo "==> $* ($(date +%H:%M:%S), +$((SECONDS - t_start))s)"; }
+summary() {
+  echo
+  [ ${#notes[@]} -gt 0 ] && printf '  %s\n' "${notes[@]}"
+  echo "$passed passed, $failed failed"
+  [ "$failed" -eq 0 ] || exit 1
+  exit 0
+}
+fail_step() { failed=$((failed + 1)); notes+=("FAILED: $*"); summary; }
+
+if [ "${SG_SKIP_INSTALL:-0}" != 1 ]; then
+  step "install dependencies (deploy/install-deps.sh)"
+  bash deploy/install-deps.sh || fail_step "deploy/install-deps.sh"
+fi
+
+if [ $unit -eq 1 ] || [ $integ -eq 1 ]; then
+  step "build (meson, $BUILD_DIR)"
+  built=1
+  if [ ! -f "$BUILD_DIR/build.ninja" ]; then
+    meson setup "$BUILD_DIR" -Dwerror=true || built=0
+  fi
+  [ $built -eq 1 ] && { meson compile -C "$BUILD_DIR" || built=0; }
+  if [ $built -eq 0 ]; then
+    # counted as one failure; unit tests cannot run, the Kafka suite still does
+    failed=$((failed + 1)); notes+=("FAILED: build (meson setup/compile); unit tests not run")
+    unit=0
+  fi
+fi
+
+if [ $unit -eq 1 ]; then
+  step "unit tests (meson test)"
+  rm -f "$BUILD_DIR/meson-logs/testlog.json"
+  meson test -C "$BUILD_DIR" --print-errorlogs
+  rc=$?
+  read -r up uf < <("$PY" - "$BUILD_DIR/meson-logs/testlog.json" <<'EOF'
+import json, sys
+ok = bad = 0
+try:
+    for line in open(sys.argv[1]):
+        r = json.loads(line).get("result", "")
+        if r in ("OK", "EXPECTEDFAIL"): ok += 1
+        elif r != "SKIP": bad += 1
+except FileNotFoundError:
+    pass
+print(ok, bad)
+EOF
+)
+  passed=$((passed + up)); failed=$((failed + uf))
+  notes+=("unit tests: $up passed, $uf failed")
+  if [ $rc -ne 0 ] && [ "$uf" -eq 0 ]; then failed=$((failed + 1)); notes+=("FAILED: meson test exited $rc"); fi
+fi
+
+if [ $integ -eq 1 ]; then
+  step "Kafka jars (tests/kafka/fetch-jars.sh) and test mirror"
+  bash tests/kafka/fetch-jars.sh >/dev/null || fail_step "tests/kafka/fetch-jars.sh"
+  bash tests/kafka/build-testmirror.sh >/dev/null || fail_step "tests/kafka/build-testmirror.sh"
+  step "integration tests (real Apache Kafka)"
+  junit="$(mktemp /tmp/syncgate-pytest.XXXXXX.xml)"
+  # a state home of our own, so the leftover check below ignores e.g. a running sandbox
+  export SG_STATE_HOME="/tmp/syncgate-testbed/pytest.$$"
+  "$PY" -m pytest -v -p no:cacheprovider --junitxml="$junit" tests/integration "${pytest_args[@]+"${pytest_args[@]}"}"
+  rc=$?
+  read -r ip if_ < <("$PY" - "$junit" <<'EOF'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print(0, 0); sys.exit()
+suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+t = sum(int(s.get("tests", 0)) for s in suites)
+f = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+sk = sum(int(s.get("skipped", 0)) for s in suites)
+print(t - f - sk, f)
+EOF
+)
+  rm -f "$junit"
+  passed=$((passed + ip)); failed=$((failed + if_))
+  notes+=("integration tests: $ip passed, $if_ failed")
+  # rc 5 = nothing collected (deselected by -k): not a failure in itself
+  if [ $rc -ne 0 ] && [ $rc -ne 5 ] && [ "$if_" -eq 0 ]; then failed=$((failed + 1)); notes+=("FAILED: pytest exited $rc"); fi
+  # nothing may outlive the suite
+  left="$(pgrep -f -- "-Dsyncgate.testbed=$SG_STATE_HOME" || true)"
+  rmdir "$SG_STATE_HOME" 2>/dev/null
+  if [ -n "$left" ]; then
+    failed=$((failed + 1)); notes+=("FAILED: test-bed processes left running: $left")
+  fi
+fi
+
+notes+=("total time $((SECONDS - t_start))s")
+summary
