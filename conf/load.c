@@ -117,6 +117,8 @@ static const char *convert(const struct conf_setting *s, void *base, const char 
 			   char *buf, size_t n)
 {
 	void *f = field(base, s);
+	if ((s->type == CONF_T_STRING || s->type == CONF_T_ADDR) && strstr(text, "${"))
+		return "${...} references are only resolved in mirrors[].properties";
 	switch (s->type) {
 	case CONF_T_STRING: {
 		const char *why = s->check ? s->check(text, buf, n) : NULL;
