@@ -156,9 +156,15 @@ struct conf_errors {
 /**
  * Parse and validate the YAML file at `path`.
  * Returns a new conf (caller frees with conf_free()) or NULL with every error
- * found appended to `errs` (caller frees with conf_errors_free()).
- * Secrets (`${file:PATH}`, `${env:NAME}`) are resolved here.
- * Any thread.
+ * found appended to `errs` (caller frees with conf_errors_free()); `errs`
+ * starts zeroed ({0}), its `path` is set to `path` if still NULL; NULL
+ * `errs` discards the errors. Defaults are applied; computed defaults:
+ * advertise_template = "{host}:<listen_kafka.port>", mirrors[].
+ * mm2_offset_syncs_topic = "mm2-offset-syncs.<name>.internal".
+ * Secrets (`${file:PATH}`, `${env:NAME}`, only in mirrors[].properties) are
+ * resolved here; files named by TLS and token settings must be readable.
+ * Blocking file I/O; any thread (not the event loop on a reload: load on a
+ * worker, swap on the loop).
  */
 struct conf *conf_load(const char *path, struct conf_errors *errs)
 	__attribute__((warn_unused_result));
@@ -168,7 +174,7 @@ struct conf *conf_load_string(const char *name, const char *yaml, size_t len,
 			      struct conf_errors *errs)
 	__attribute__((warn_unused_result));
 
-/** Free a conf from conf_load(); NULL is fine. */
+/** Free a conf from conf_load(); NULL is fine. Secret values are zeroed first. */
 void conf_free(struct conf *c);
 
 /**

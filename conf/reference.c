@@ -135,7 +135,10 @@ void conf_reference_write(FILE *out)
 			fprintf(out, "`%s`", s->def);
 		else
 			fputs("—", out);
-		fprintf(out, " | %s | ", (s->flags & CONF_F_LIVE) ? "live" : "restart");
+		if (s->type == CONF_T_SECTION && s->offset == CONF_F_NOOFFSET)
+			fputs(" | — | ", out); /* a grouping only: its keys say */
+		else
+			fprintf(out, " | %s | ", (s->flags & CONF_F_LIVE) ? "live" : "restart");
 		if (top && s->type == CONF_T_LIST)
 			fputs("See the keys below.", out);
 		else
