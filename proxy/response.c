@@ -233,6 +233,10 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	if (key == CODEC_API_METADATA)
 		learn_topic_ids(c, iov, niov, version);
+	if (!endpoints) {
+		respond_unchanged(c, e, in, len);
+		return 0;
+	}
 	struct codec_splice s = { 0 };
 	enum codec_err err = codec_response_rewrite_endpoints(key, version, iov, niov,
 							      proxy_advertise_endpoint, c->srv, &s);

@@ -69,7 +69,7 @@ def array(items: list[bytes], flexible: bool) -> bytes:
 TAGS0 = b"\x00"  # an empty tagged-field section
 
 # first flexible version per API key we speak
-FLEX_FROM = {0: 9, 3: 9, 18: 3}
+FLEX_FROM = {0: 9, 3: 9, 10: 3, 18: 3, 60: 0}
 
 
 def request_header(api_key: int, version: int, corr: int, client_id: str = "rawkafka") -> bytes:
@@ -301,6 +301,38 @@ class RawClient:
         self.send(3, 12, tl + i8(0) + i8(0) + TAGS0)
         _, resp = self.recv()
         return parse_metadata_v12(resp)
+
+    def describe_cluster(self) -> list:
+        """DescribeCluster v0: [(node_id, host, port)]."""
+        self.send(60, 0, i8(0) + TAGS0)
+        _, resp = self.recv()
+        r = Reader(resp, True)
+        r.i32()  # ThrottleTimeMs
+        assert r.i16() == 0
+        r.string()  # ErrorMessage
+        r.string()  # ClusterId
+        r.i32()  # ControllerId
+        out = []
+        for _ in range(r.array_len()):
+            nid, host, port = r.i32(), r.string(), r.i32()
+            r.string()
+            r.tags()
+            out.append((nid, host, port))
+        return out
+
+    def find_coordinators(self, key_type: int, keys: list[str]) -> list:
+        """FindCoordinator v4 (batched): [(key, node_id, host, port, error)]."""
+        self.send(10, 4, i8(key_type) + array([string(k, True) for k in keys], True) + TAGS0)
+        _, resp = self.recv()
+        r = Reader(resp, True)
+        r.i32()
+        out = []
+        for _ in range(r.array_len()):
+            key, nid, host, port, err = r.string(), r.i32(), r.string(), r.i32(), r.i16()
+            r.string()
+            r.tags()
+            out.append((key, nid, host, port, err))
+        return out
 
     def produce(self, topic: str, partition: int, values: list[bytes], version: int = 9,
                 acks: int = -1, timeout_ms: int = 30000,

@@ -10,7 +10,6 @@ import subprocess
 import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient
 
 from kafkabed import wait_until
 from rawkafka import RawClient, i32
@@ -37,9 +36,14 @@ def test_describe_cluster_and_coordinators_rewritten(make_syncgate, source, topi
     through it."""
     source.create_topic(topic_name, partitions=1)
     sg = make_syncgate(source)
-    admin = AdminClient({"bootstrap.servers": sg.bootstrap})
-    desc = admin.describe_cluster().result(timeout=30)
-    assert {(n.host, n.port) for n in desc.nodes} == {("127.0.0.1", sg.port)}
+    raw = RawClient("127.0.0.1", sg.port)
+    assert raw.describe_cluster() == [(source.broker_ids[0], "127.0.0.1", sg.port)]
+    # the first lookups create __consumer_offsets (COORDINATOR_NOT_AVAILABLE)
+    coords = wait_until(lambda: (lambda r: all(e == 0 for *_, e in r) and r)(
+        raw.find_coordinators(0, ["g1", "g2"])), timeout=30, what="group coordinators")
+    raw.close()
+    assert [(k, h, p) for k, _, h, p, _ in coords] == [("g1", "127.0.0.1", sg.port),
+                                                        ("g2", "127.0.0.1", sg.port)]
 
     p = Producer({"bootstrap.servers": sg.bootstrap, "transactional.id": f"tx-{topic_name}",
                   "acks": "all"})

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from kafkabed import MM2_OFFSET_SYNCS_TOPIC, wait_until
+from kafkabed import MM2_OFFSET_SYNCS_TOPIC, BedError, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -91,3 +91,30 @@ def test_mm2_mirrors_and_writes_offset_syncs(source, dest, topic_name, make_mm2)
     mm2.resume()
     wait_until(lambda: dest.high_watermark(topic_name, 0) >= n + 2, timeout=60,
                what="resumed MirrorMaker 2 catches up")
+
+
+def test_three_brokers_isr_shrinks_and_min_isr_refuses(make_cluster, topic_name):
+    """The 3-broker bed (separate controller): stopping two brokers shrinks the
+    ISR to the leader, acks=all then fails under min.insync.replicas=2 and the
+    high watermark stays; a restarted broker rejoins the ISR."""
+    c = make_cluster("three", brokers=3)
+    assert c.broker_ids == [1, 2, 3] and len(c.bootstrap.split(",")) == 3
+    c.create_topic(topic_name, partitions=1, rf=3, config={"min.insync.replicas": 2})
+    assert c.topic_config(topic_name)["min.insync.replicas"] == "2"
+    c.produce(topic_name, 5)
+    wait_until(lambda: sorted(c.isr(topic_name, 0)) == [1, 2, 3], timeout=30, what="full ISR")
+
+    leader = c.partitions(topic_name)[0]["leader"]
+    f1, f2 = [b for b in c.broker_ids if b != leader]
+    c.stop_broker(f1)              # controlled shutdown
+    c.stop_broker(f2, kill=True)   # crash: fenced after the session timeout
+    wait_until(lambda: c.isr(topic_name, 0) == [leader], timeout=30,
+               what="ISR shrinks to the leader alone")
+    with pytest.raises(BedError):
+        c.produce(topic_name, 1, timeout=4)   # NOT_ENOUGH_REPLICAS until timeout
+    assert c.high_watermark(topic_name, 0) == 5
+
+    c.start_broker(f1)
+    wait_until(lambda: len(c.isr(topic_name, 0)) == 2, timeout=60, what="ISR grows back to 2")
+    c.produce(topic_name, 1)
+    assert c.high_watermark(topic_name, 0) == 6
