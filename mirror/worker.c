@@ -1,18 +1,446 @@
-/* worker.c — placeholder until the librdkafka worker lands (next commit). */
-#include "mirror/internal.h"
+/*
+ * worker.c — one thread per mirror that gathers destination progress reports
+ * through librdkafka (blocking calls live here, never on the event loop).
+ *
+ * Handles (all created and destroyed on the worker thread):
+ *   dst   consumer handle on the destination: Metadata (ISR), DescribeConfigs
+ *         (min.insync.replicas), ListOffsets(END) via offsets_for_times, and
+ *         in `tail` mode the consumer assigned to the gated partitions.
+ *   src   consumer handle on the source (conf upstream.broker, upstream.tls):
+ *         topic listing and source high watermarks (lag).
+ *   mm2c  (`mm2` only) consumer of the offset-syncs topic on the source.
+ * All use isolation.level=read_uncommitted: the high watermark, not the LSO.
+ *
+ * Schedule: topics every 5 s (sooner when a demanded topic is unknown), ISR
+ * and MinISR every 3 s, source HW + progress of every partition every 1 s
+ * (lag, promotion), and demanded partitions at once then every
+ * poll_interval_ms (`poll`), or continuously (`tail`, `mm2`).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mirror/worker.h"
+
+/* ------------------------------------------------------------------------ */
+/* Thread-side helpers                                                      */
+/* ------------------------------------------------------------------------ */
+
+void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
+			  const char *error)
+{
+	struct mirror_report r = {
+		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
+		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
+	};
+	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
+		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
+		      w->name, t->topic, (int)p);
+}
+
+struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
+{
+	if (p < 0 || p >= MIRROR_MAX_PARTITIONS)
+		return NULL;
+	if (p >= t->npart_alloc) {
+		int32_t n = t->npart_alloc ? t->npart_alloc : 4;
+		while (n <= p)
+			n *= 2;
+		struct mirror_wpart *a = realloc(t->parts, (size_t)n * sizeof(*a));
+		if (!a)
+			return NULL;
+		for (int32_t i = t->npart_alloc; i < n; i++)
+			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
+						     .need = -1, .until_ms = -1, .mm2_up = -1, .tail_hw = -1};
+		t->parts = a;
+		t->npart_alloc = n;
+	}
+	return &t->parts[p];
+}
+
+struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *topic, bool create)
+{
+	for (size_t i = 0; i < w->ntopics; i++)
+		if (strcmp(w->topics[i].topic, topic) == 0)
+			return &w->topics[i];
+	if (!create)
+		return NULL;
+	if (w->ntopics == w->captopics) {
+		size_t cap = w->captopics ? w->captopics * 2 : 8;
+		struct mirror_wtopic *a = realloc(w->topics, cap * sizeof(*a));
+		if (!a)
+			return NULL;
+		w->topics = a;
+		w->captopics = cap;
+	}
+	struct mirror_wtopic *t = &w->topics[w->ntopics];
+	memset(t, 0, sizeof(*t));
+	t->npart = -1;
+	t->topic = strdup(topic);
+	t->dst = mirror_destination_topic(w->topic_name, topic);
+	if (!t->topic || !t->dst) {
+		free(t->topic);
+		free(t->dst);
+		return NULL;
+	}
+	t->dst_rkt = w->dst ? rd_kafka_topic_new(w->dst, t->dst, NULL) : NULL;
+	w->ntopics++;
+	w->reassign = true;
+	return t;
+}
+
+static void wtopic_free(struct mirror_wtopic *t)
+{
+	if (t->dst_rkt)
+		rd_kafka_topic_destroy(t->dst_rkt);
+	free(t->parts);
+	free(t->topic);
+	free(t->dst);
+}
+
+/* Take the demands queued by the loop. */
+static void take_demands(struct mirror_worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	struct mirror_wdemand *dq = w->dq;
+	size_t n = w->ndq;
+	w->dq = NULL;
+	w->ndq = w->capdq = 0;
+	pthread_mutex_unlock(&w->mu);
+	for (size_t i = 0; i < n; i++) {
+		struct mirror_wtopic *t = mirror_worker_topic(w, dq[i].topic, false);
+		if (!t) {
+			t = mirror_worker_topic(w, dq[i].topic, true);
+			w->list_now = true;
+		}
+		struct mirror_wpart *p = t ? mirror_wtopic_part(t, dq[i].partition) : NULL;
+		if (p) {
+			if (dq[i].need > p->need)
+				p->need = dq[i].need;
+			if (dq[i].until_ms > p->until_ms)
+				p->until_ms = dq[i].until_ms;
+		}
+		free(dq[i].topic);
+	}
+	free(dq);
+}
+
+static int64_t now_ms(void)
+{
+	return mirror_now_ms();
+}
+
+static bool stopping(struct mirror_worker *w)
+{
+	pthread_mutex_lock(&w->mu);
+	bool s = w->stop;
+	pthread_mutex_unlock(&w->mu);
+	return s;
+}
+
+/* Sleep until `until_ms`, a demand arrives, or stop. */
+static void wait_until(struct mirror_worker *w, int64_t until_ms)
+{
+	pthread_mutex_lock(&w->mu);
+	while (!w->stop && w->ndq == 0) {
+		int64_t now = now_ms();
+		if (now >= until_ms)
+			break;
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		int64_t d = until_ms - now;
+		ts.tv_sec += d / 1000;
+		ts.tv_nsec += (d % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) == ETIMEDOUT)
+			break;
+	}
+	pthread_mutex_unlock(&w->mu);
+}
+
+static bool any_demand(struct mirror_worker *w, int64_t now)
+{
+	for (size_t i = 0; i < w->ntopics; i++) {
+		struct mirror_wtopic *t = &w->topics[i];
+		for (int32_t p = 0; p < t->npart_alloc; p++)
+			if (t->parts[p].until_ms >= now && t->parts[p].need >= t->parts[p].progress)
+				return true;
+	}
+	return false;
+}
+
+static void *worker_main(void *arg)
+{
+	struct mirror_worker *w = arg;
+	char errstr[512];
+	w->dst = rd_kafka_new(RD_KAFKA_CONSUMER, w->dst_conf, errstr, sizeof(errstr));
+	if (!w->dst)
+		LOG_E("mirror_client_failed", "mirror=%s side=destination reason=\"%s\"", w->name, errstr);
+	else
+		w->dst_conf = NULL; /* owned by the handle now */
+	w->src = rd_kafka_new(RD_KAFKA_CONSUMER, w->src_conf, errstr, sizeof(errstr));
+	if (!w->src)
+		LOG_E("mirror_client_failed", "mirror=%s side=source reason=\"%s\"", w->name, errstr);
+	else
+		w->src_conf = NULL;
+	if (w->mm2_conf) {
+		w->mm2c = rd_kafka_new(RD_KAFKA_CONSUMER, w->mm2_conf, errstr, sizeof(errstr));
+		if (!w->mm2c)
+			LOG_E("mirror_client_failed", "mirror=%s side=mm2-offset-syncs reason=\"%s\"", w->name, errstr);
+		else
+			w->mm2_conf = NULL;
+	}
+	if (!w->dst || !w->src || (w->offsets == CONF_OFFSETS_MM2 && !w->mm2c))
+		return NULL; /* logged; the gate times out waits on this mirror */
+
+	LOG_I("mirror_worker_started", "mirror=%s offsets=%s progress=%s", w->name,
+	      w->offsets == CONF_OFFSETS_MM2 ? "mm2" : "preserved",
+	      w->progress == CONF_PROGRESS_TAIL ? "tail" : "poll");
+	int64_t next_topics = 0, next_isr = 0, next_lag = 0, next_demand = 0;
+	while (!stopping(w)) {
+		take_demands(w);
+		int64_t now = now_ms();
+		if (now >= next_topics || w->list_now) {
+			mirror_refresh_topics(w);
+			w->list_now = false;
+			next_topics = now_ms() + MIRROR_W_TOPICS_MS;
+		}
+		if (w->reassign) {
+			w->reassign = false;
+			if (w->offsets == CONF_OFFSETS_MM2)
+				mirror_mm2_assign(w);
+			else if (w->progress == CONF_PROGRESS_TAIL)
+				mirror_tail_assign(w);
+		}
+		if (now >= next_isr) {
+			mirror_refresh_isr(w);
+			next_isr = now_ms() + MIRROR_W_ISR_MS;
+		}
+		if (now >= next_lag) {
+			mirror_poll_background(w);
+			next_lag = now_ms() + MIRROR_W_LAG_MS;
+		}
+		take_demands(w);
+		now = now_ms();
+		int64_t wake = next_topics < next_isr ? next_topics : next_isr;
+		if (next_lag < wake)
+			wake = next_lag;
+		if (w->offsets == CONF_OFFSETS_MM2) {
+			mirror_mm2_poll(w, 10);
+		} else if (w->progress == CONF_PROGRESS_TAIL) {
+			mirror_tail_poll(w, 10);
+		} else {
+			if (any_demand(w, now)) {
+				if (now >= next_demand) {
+					mirror_poll_demanded(w, now);
+					next_demand = now + w->poll_ms;
+				}
+				if (next_demand < wake)
+					wake = next_demand;
+			}
+			wait_until(w, wake);
+		}
+	}
+	LOG_I("mirror_worker_stopped", "mirror=%s", w->name);
+	return NULL;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Start / stop / demand (loop thread)                                      */
+/* ------------------------------------------------------------------------ */
+
+static int set_prop(rd_kafka_conf_t *c, const char *mirror, const char *name, const char *value, bool secret)
+{
+	char errstr[256];
+	if (rd_kafka_conf_set(c, name, value, errstr, sizeof(errstr)) != RD_KAFKA_CONF_OK) {
+		LOG_E("mirror_property_invalid", "mirror=%s property=%s value=\"%s\" reason=\"%s\"", mirror, name,
+		      secret ? "<secret>" : value, errstr);
+		return -1;
+	}
+	return 0;
+}
+
+static rd_kafka_conf_t *base_conf(const char *mirror, const char *role)
+{
+	rd_kafka_conf_t *c = rd_kafka_conf_new();
+	char id[256], group[300];
+	snprintf(id, sizeof(id), "syncgate-%s-%s", mirror, role);
+	/* A group id is needed for assign(); we never subscribe nor commit. */
+	snprintf(group, sizeof(group), "syncgate-%s-%s-%ld", mirror, role, (long)getpid());
+	if (set_prop(c, mirror, "client.id", id, false) || set_prop(c, mirror, "group.id", group, false) ||
+	    set_prop(c, mirror, "isolation.level", "read_uncommitted", false) ||
+	    set_prop(c, mirror, "enable.auto.commit", "false", false) ||
+	    set_prop(c, mirror, "enable.auto.offset.store", "false", false) ||
+	    set_prop(c, mirror, "enable.partition.eof", "false", false) ||
+	    set_prop(c, mirror, "log_level", "4", false)) {
+		rd_kafka_conf_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static rd_kafka_conf_t *source_conf(const struct conf *conf, const char *mirror, const char *role)
+{
+	rd_kafka_conf_t *c = base_conf(mirror, role);
+	if (!c)
+		return NULL;
+	char bs[300];
+	const char *host = conf->upstream_broker.host ? conf->upstream_broker.host : "127.0.0.1";
+	snprintf(bs, sizeof(bs), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, conf->upstream_broker.port);
+	const struct conf_tls *t = &conf->upstream_tls;
+	int rc = set_prop(c, mirror, "bootstrap.servers", bs, false);
+	if (!rc && t->enabled) {
+		rc |= set_prop(c, mirror, "security.protocol", "ssl", false);
+		if (t->ca)
+			rc |= set_prop(c, mirror, "ssl.ca.location", t->ca, false);
+		if (t->cert)
+			rc |= set_prop(c, mirror, "ssl.certificate.location", t->cert, false);
+		if (t->key)
+			rc |= set_prop(c, mirror, "ssl.key.location", t->key, false);
+		rc |= set_prop(c, mirror, "ssl.endpoint.identification.algorithm",
+			       t->verify_hostname ? "https" : "none", false);
+	}
+	if (rc) {
+		rd_kafka_conf_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static rd_kafka_conf_t *dest_conf(const struct conf_mirror *cm)
+{
+	rd_kafka_conf_t *c = base_conf(cm->name, "dst");
+	if (!c)
+		return NULL;
+	int rc = set_prop(c, cm->name, "bootstrap.servers", cm->bootstrap, false);
+	if (cm->progress == CONF_PROGRESS_TAIL) {
+		/* Fetch responses are the progress signal: keep them frequent. */
+		rc |= set_prop(c, cm->name, "fetch.wait.max.ms", "5", false);
+		rc |= set_prop(c, cm->name, "fetch.error.backoff.ms", "50", false);
+	}
+	for (size_t i = 0; i < cm->nprops && !rc; i++) /* mirror properties win */
+		rc |= set_prop(c, cm->name, cm->props[i].name, cm->props[i].value, cm->props[i].secret);
+	if (rc) {
+		rd_kafka_conf_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
+static void worker_free(struct mirror_worker *w)
+{
+	if (w->dst_conf)
+		rd_kafka_conf_destroy(w->dst_conf);
+	if (w->src_conf)
+		rd_kafka_conf_destroy(w->src_conf);
+	if (w->mm2_conf)
+		rd_kafka_conf_destroy(w->mm2_conf);
+	for (size_t i = 0; i < w->ndq; i++)
+		free(w->dq[i].topic);
+	free(w->dq);
+	mirror_regex_free(w->re, w->nre);
+	free(w->name);
+	free(w->topic_name);
+	free(w->mm2_topic);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->cv);
+	free(w);
+}
 
 struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct conf_mirror *cm,
 					  uint64_t link_id, struct mirror_bridge *b)
 {
-	LOG_W("mirror_worker_unavailable", "mirror=%s reason=\"progress worker not built yet\"", cm->name);
+	struct mirror_worker *w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	w->link_id = link_id;
+	w->mm2_nparts = -1;
+	w->bridge = b;
+	w->offsets = cm->offsets;
+	w->progress = cm->progress;
+	w->poll_ms = cm->poll_interval_ms > 0 ? cm->poll_interval_ms : 5;
+	w->name = strdup(cm->name);
+	w->topic_name = strdup(cm->topic_name ? cm->topic_name : "{topic}");
+	if (cm->offsets == CONF_OFFSETS_MM2) {
+		char def[300];
+		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", cm->name);
+		w->mm2_topic = strdup(cm->mm2_offset_syncs_topic ? cm->mm2_offset_syncs_topic : def);
+		w->mm2_conf = source_conf(conf, cm->name, "mm2");
+		if (!w->mm2_topic || !w->mm2_conf)
+			goto fail;
+	}
+	if (!w->name || !w->topic_name || mirror_regex_compile(cm, &w->re, &w->nre) != 0)
+		goto fail;
+	w->dst_conf = dest_conf(cm);
+	w->src_conf = source_conf(conf, cm->name, "src");
+	if (!w->dst_conf || !w->src_conf)
+		goto fail;
+	if (pthread_create(&w->th, NULL, worker_main, w) != 0)
+		goto fail;
+	return w;
+fail:
+	worker_free(w);
 	return NULL;
 }
 
 void mirror_worker_stop(struct mirror_worker *w)
 {
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->th, NULL);
+	for (size_t i = 0; i < w->ntopics; i++)
+		wtopic_free(&w->topics[i]);
+	free(w->topics);
+	if (w->mm2c) {
+		rd_kafka_consumer_close(w->mm2c);
+		rd_kafka_destroy(w->mm2c);
+	}
+	if (w->dst) {
+		if (w->progress == CONF_PROGRESS_TAIL)
+			rd_kafka_consumer_close(w->dst);
+		rd_kafka_destroy(w->dst);
+	}
+	if (w->src)
+		rd_kafka_destroy(w->src);
+	worker_free(w);
 }
 
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
 			  int64_t need, int64_t until_ms)
 {
+	char *t = strdup(topic);
+	if (!t)
+		return;
+	pthread_mutex_lock(&w->mu);
+	if (w->ndq == w->capdq) {
+		size_t cap = w->capdq ? w->capdq * 2 : 16;
+		struct mirror_wdemand *a = realloc(w->dq, cap * sizeof(*a));
+		if (!a) {
+			pthread_mutex_unlock(&w->mu);
+			free(t);
+			return;
+		}
+		w->dq = a;
+		w->capdq = cap;
+	}
+	w->dq[w->ndq++] = (struct mirror_wdemand){t, partition, need, until_ms};
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
 }
