@@ -59,7 +59,7 @@ static bool reader_take(struct codec_reader *r, void *dst, size_t n)
 		const struct codec_iov *v = &r->iov[r->seg];
 		size_t avail = v->len - r->seg_off;
 		size_t k = n < avail ? n : avail;
-		if (d) {
+		if (d && k) {
 			memcpy(d, v->base + r->seg_off, k);
 			d += k;
 		}

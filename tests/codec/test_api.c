@@ -1,0 +1,51 @@
+/* codec/api.c: the API table and header versions. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "codec/codec.h"
+
+Test(codec, api_table_is_dense_and_complete)
+{
+	for (int16_t k = 0; k <= 92; k++) {
+		const struct codec_api *a = codec_api_get(k);
+		cr_assert_not_null(a, "key %d", k);
+		cr_assert_eq(a->key, k);
+		cr_assert_not_null(a->name);
+	}
+	cr_assert_null(codec_api_get(93));
+	cr_assert_null(codec_api_get(-1));
+	cr_assert_str_eq(codec_api_name(1000), "Unknown");
+	cr_assert_str_eq(codec_api_name(CODEC_API_SHARE_ACKNOWLEDGE), "ShareAcknowledge");
+}
+
+Test(codec, api_table_kafka_43_versions)
+{
+	const struct codec_api *p = codec_api_get(CODEC_API_PRODUCE);
+	cr_assert_eq(p->min_version, 3);
+	cr_assert_eq(p->max_version, 13);
+	cr_assert_eq(p->flexible_from, 9);
+	cr_assert_eq(p->decode_max, CODEC_PRODUCE_V14);
+	const struct codec_api *f = codec_api_get(CODEC_API_FETCH);
+	cr_assert_eq(f->min_version, 4);
+	cr_assert_eq(f->max_version, 18);
+	cr_assert_eq(codec_api_get(CODEC_API_METADATA)->max_version, 13);
+	cr_assert_eq(codec_api_get(CODEC_API_LIST_OFFSETS)->min_version, 1);
+	cr_assert_eq(codec_api_get(4)->max_version, -1, "LeaderAndIsr is gone in 4.x");
+	cr_assert_eq(codec_api_get(CODEC_API_SASL_HANDSHAKE)->flexible_from, -1);
+	cr_assert_eq(codec_api_get(CODEC_API_SASL_HANDSHAKE)->decode_max, -1);
+}
+
+Test(codec, api_header_versions)
+{
+	cr_assert_eq(codec_request_header_version(CODEC_API_PRODUCE, 8), 1);
+	cr_assert_eq(codec_request_header_version(CODEC_API_PRODUCE, 9), 2);
+	cr_assert_eq(codec_response_header_version(CODEC_API_PRODUCE, 9), 1);
+	cr_assert_eq(codec_response_header_version(CODEC_API_FETCH, 11), 0);
+	cr_assert_eq(codec_request_header_version(CODEC_API_API_VERSIONS, 3), 2);
+	cr_assert_eq(codec_response_header_version(CODEC_API_API_VERSIONS, 3), 0);
+	cr_assert_eq(codec_request_header_version(CODEC_API_SASL_HANDSHAKE, 1), 1);
+	cr_assert_eq(codec_response_header_version(CODEC_API_SASL_HANDSHAKE, 1), 0);
+	cr_assert_eq(codec_request_header_version(CODEC_API_DESCRIBE_CLUSTER, 0), 2);
+	cr_assert_eq(codec_request_header_version(500, 3), 1, "unknown keys: header v1");
+}

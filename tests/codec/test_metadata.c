@@ -1,0 +1,58 @@
+/* codec/metadata.c: Metadata response v0–v13. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden.h"
+
+CODEC_TEST_OPS(metadata_resp, "metadata_resp", CODEC_API_METADATA, false,
+	       struct codec_metadata_response, codec_metadata_response);
+
+Test(codec, metadata_response_golden_roundtrip_v0_to_v13)
+{
+	for (int16_t v = 0; v <= 13; v++)
+		check_golden(&metadata_resp, v);
+}
+
+Test(codec, metadata_response_fields)
+{
+	for (int16_t v = 0; v <= 13; v++) {
+		char name[64];
+		snprintf(name, sizeof(name), "metadata_resp_v%d", v);
+		struct golden g;
+		golden_load(&g, name, false, CODEC_API_METADATA, v);
+		struct codec_iov body = golden_body(&g);
+		struct codec_metadata_response m;
+		cr_assert_eq(codec_metadata_response_decode(&body, 1, v, &m), CODEC_OK);
+		cr_assert_eq(m.nbrokers, 3);
+		cr_assert_str_eq(m.brokers[1].host, "broker-2.internal");
+		cr_assert_eq(m.brokers[1].port, 9092);
+		cr_assert_eq(m.ntopics, 2);
+		struct codec_metadata_partition *p = &m.topics[0].partitions[2];
+		cr_assert_eq(p->partition_index, 2);
+		cr_assert_eq(p->replica_nodes.n, 3);
+		cr_assert_eq(p->isr_nodes.n, 2);
+		if (v >= 5)
+			cr_assert_eq(p->offline_replicas.n, 1);
+		cr_assert_eq(p->leader_epoch, v >= 7 ? 6 : -1);
+		if (v >= 10)
+			cr_assert_eq(m.topics[0].topic_id[0], 0x01);
+		codec_metadata_response_free(&m);
+
+		struct codec_metadata_topics t;
+		cr_assert_eq(codec_metadata_response_topics(&body, 1, v, &t), CODEC_OK);
+		cr_assert_eq(t.n, 2);
+		cr_assert_str_eq(t.v[1].name, "topic-1");
+		cr_assert_eq(t.v[1].npartitions, 3);
+		codec_metadata_topics_free(&t);
+		golden_free(&g);
+	}
+}
+
+Test(codec, metadata_response_unsupported_version)
+{
+	struct codec_metadata_response m;
+	struct codec_iov none = {NULL, 0};
+	cr_assert_eq(codec_metadata_response_decode(&none, 1, 14, &m), CODEC_ERR_UNSUPPORTED);
+}

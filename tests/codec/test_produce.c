@@ -1,0 +1,235 @@
+/* codec/produce.c: Produce request (RecordBatch headers) and response. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden.h"
+
+CODEC_TEST_OPS(produce_resp, "produce_resp", CODEC_API_PRODUCE, false,
+	       struct codec_produce_response, codec_produce_response);
+
+static enum codec_err req_dec(const struct codec_iov *iov, int niov, int16_t v, void *m)
+{
+	return codec_produce_request_decode(iov, niov, v, m);
+}
+
+static enum codec_err req_enc(const void *m, int16_t v, const struct codec_iov *src, int nsrc,
+			      struct codec_buf *o)
+{
+	return codec_produce_request_encode(m, v, src, nsrc, o);
+}
+
+static void req_free(void *m)
+{
+	codec_produce_request_free(m);
+}
+
+static const struct msg_ops produce_req = {"produce_req", CODEC_API_PRODUCE, true,
+					   sizeof(struct codec_produce_request), req_dec, req_enc, req_free};
+
+Test(codec, produce_request_golden_roundtrip_v3_to_v13)
+{
+	for (int16_t v = 3; v <= 13; v++)
+		check_golden(&produce_req, v);
+}
+
+Test(codec, produce_response_golden_roundtrip_v3_to_v13)
+{
+	for (int16_t v = 3; v <= 13; v++)
+		check_golden(&produce_resp, v);
+}
+
+static void decode_req(struct golden *g, int16_t v, struct codec_produce_request *m)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "produce_req_v%d", v);
+	golden_load(g, name, true, CODEC_API_PRODUCE, v);
+	struct codec_iov body = golden_body(g);
+	cr_assert_eq(codec_produce_request_decode(&body, 1, v, m), CODEC_OK);
+}
+
+Test(codec, produce_request_reads_batch_headers_and_offset_span)
+{
+	for (int16_t v = 3; v <= 13; v++) {
+		struct golden g;
+		struct codec_produce_request m;
+		decode_req(&g, v, &m);
+		cr_assert_eq(m.acks, -1);
+		cr_assert_eq(m.timeout_ms, 30000);
+		if (v % 2 == 0)
+			cr_assert_str_eq(m.transactional_id, "txn-1");
+		else
+			cr_assert_null(m.transactional_id);
+		cr_assert_eq(m.ntopics, 2);
+		if (v >= 13) {
+			cr_assert_null(m.topics[0].name);
+			cr_assert_eq(m.topics[0].topic_id[0], 0x01);
+			cr_assert_eq(m.topics[0].topic_id[15], 0x21);
+		} else {
+			cr_assert_str_eq(m.topics[1].name, "topic-1");
+		}
+		struct codec_produce_partition_req *p0 = &m.topics[0].partitions[0];
+		struct codec_produce_partition_req *p1 = &m.topics[0].partitions[1];
+		cr_assert_eq(p0->nbatches, 1);
+		cr_assert_eq(p0->offset_span, 1);
+		cr_assert_eq(p1->index, 1);
+		cr_assert_eq(p1->nbatches, 2);
+		cr_assert_eq(p1->offset_span, 3 + 2);
+		cr_assert_eq(p1->last_batch.magic, 2);
+		cr_assert_eq(p1->last_batch.producer_id, 4242);
+		cr_assert_eq(p1->last_batch.producer_epoch, 3);
+		cr_assert_eq(p1->last_batch.base_sequence, 17);
+		cr_assert_eq(p1->last_batch.last_offset_delta, 1);
+		cr_assert_eq(p1->last_batch.records_count, 2);
+		cr_assert(p1->last_batch.attributes & 0x10, "transactional bit");
+		cr_assert_eq(p1->last_batch.base_timestamp, 1700000000003LL);
+		codec_produce_request_free(&m);
+		golden_free(&g);
+	}
+}
+
+/* Copy of a golden Produce v9 request body with one byte changed at `at` (body offset). */
+static enum codec_err decode_patched(size_t (*find)(const uint8_t *b, size_t n), uint8_t value,
+				     struct codec_produce_request *m)
+{
+	struct golden g;
+	golden_load(&g, "produce_req_v9", true, CODEC_API_PRODUCE, 9);
+	struct codec_iov body = golden_body(&g);
+	uint8_t *copy = malloc(body.len);
+	memcpy(copy, body.base, body.len);
+	size_t at = find(copy, body.len);
+	copy[at] = value;
+	struct codec_iov v = {copy, body.len};
+	enum codec_err e = codec_produce_request_decode(&v, 1, 9, m);
+	free(copy);
+	golden_free(&g);
+	return e;
+}
+
+/* Offset of the first batch's magic byte: the first records blob starts after its length. */
+static size_t first_magic(const uint8_t *b, size_t n)
+{
+	/* txn id (null: 1 byte at v9), acks 2, timeout 4, topics 1, name 1+7, partitions 1, index 4, len 1 */
+	size_t off = 1 + 2 + 4 + 1 + 8 + 1 + 4 + 1;
+	return off + 16;
+}
+
+static size_t first_batch_length_lsb(const uint8_t *b, size_t n)
+{
+	return first_magic(b, n) - 16 + 11;
+}
+
+Test(codec, produce_request_legacy_magic_counts_no_batches)
+{
+	struct codec_produce_request m;
+	cr_assert_eq(decode_patched(first_magic, 1, &m), CODEC_OK);
+	cr_assert_eq(m.topics[0].partitions[0].nbatches, 0);
+	cr_assert_eq(m.topics[0].partitions[0].offset_span, 0);
+	cr_assert_eq(m.topics[0].partitions[1].nbatches, 2);
+	codec_produce_request_free(&m);
+}
+
+Test(codec, produce_request_partial_batch_is_bad_msg)
+{
+	struct codec_produce_request m;
+	/* batchLength one more than the blob holds */
+	struct golden g;
+	golden_load(&g, "produce_req_v9", true, CODEC_API_PRODUCE, 9);
+	uint8_t lsb = golden_body(&g).base[first_batch_length_lsb(NULL, 0)];
+	golden_free(&g);
+	cr_assert_eq(decode_patched(first_batch_length_lsb, (uint8_t)(lsb + 1), &m), CODEC_ERR_BAD_MSG);
+	codec_produce_request_free(&m);
+	cr_assert_eq(decode_patched(first_batch_length_lsb, 10, &m), CODEC_ERR_BAD_MSG);
+	codec_produce_request_free(&m);
+}
+
+Test(codec, produce_v14_is_v13_on_the_wire)
+{
+	struct golden g;
+	golden_load(&g, "produce_resp_v13", false, CODEC_API_PRODUCE, 13);
+	struct codec_iov body = golden_body(&g);
+	struct codec_produce_response m;
+	cr_assert_eq(codec_produce_response_decode(&body, 1, CODEC_PRODUCE_V14, &m), CODEC_OK);
+	struct codec_buf out;
+	codec_buf_init(&out, 1 << 20);
+	cr_assert_eq(codec_produce_response_encode(&m, CODEC_PRODUCE_V14, &out), CODEC_OK);
+	cr_assert_eq(out.len, body.len);
+	cr_assert(memcmp(out.data, body.base, body.len) == 0);
+	codec_buf_free(&out);
+	codec_produce_response_free(&m);
+	cr_assert_eq(codec_produce_response_decode(&body, 1, 15, &m), CODEC_ERR_UNSUPPORTED);
+	cr_assert_eq(codec_produce_response_decode(&body, 1, 2, &m), CODEC_ERR_UNSUPPORTED);
+	golden_free(&g);
+}
+
+Test(codec, produce_response_decodes_kip951_fields)
+{
+	struct golden g;
+	golden_load(&g, "produce_resp_v10", false, CODEC_API_PRODUCE, 10);
+	struct codec_iov body = golden_body(&g);
+	struct codec_produce_response m;
+	cr_assert_eq(codec_produce_response_decode(&body, 1, 10, &m), CODEC_OK);
+	cr_assert_eq(m.ntopics, 2);
+	cr_assert_str_eq(m.topics[0].name, "topic-0");
+	struct codec_produce_partition_resp *bad = &m.topics[0].partitions[1];
+	cr_assert_eq(bad->error_code, CODEC_ERROR_NOT_LEADER_OR_FOLLOWER);
+	cr_assert_str_eq(bad->error_message, "not the leader");
+	cr_assert(bad->has_current_leader);
+	cr_assert_eq(bad->current_leader_id, 2);
+	cr_assert_eq(bad->current_leader_epoch, 7);
+	cr_assert_eq(m.topics[0].partitions[0].base_offset, 1000);
+	cr_assert(m.has_node_endpoints);
+	cr_assert_eq(m.nnode_endpoints, 2);
+	cr_assert_str_eq(m.node_endpoints[0].host, "broker-2.internal");
+	cr_assert_str_eq(m.node_endpoints[0].rack, "rack-b");
+	cr_assert_null(m.node_endpoints[1].rack);
+	cr_assert_eq(m.node_endpoints[1].port, 9093);
+	cr_assert_eq(m.throttle_time_ms, 5);
+	cr_assert_eq(m.tags.count, 1, "unknown top-level tag 9 kept");
+	codec_produce_response_free(&m);
+	golden_free(&g);
+}
+
+Test(codec, produce_partition_fail_patches_and_reencodes)
+{
+	for (int16_t v = 3; v <= 13; v++) {
+		char name[64];
+		snprintf(name, sizeof(name), "produce_resp_v%d", v);
+		struct golden g;
+		golden_load(&g, name, false, CODEC_API_PRODUCE, v);
+		struct codec_iov body = golden_body(&g);
+		struct codec_produce_response m;
+		cr_assert_eq(codec_produce_response_decode(&body, 1, v, &m), CODEC_OK);
+		cr_assert_eq(codec_produce_partition_fail(&m.topics[1].partitions[0], 190,
+							  "mirror dc2 timed out"), 0);
+		struct codec_buf out;
+		codec_buf_init(&out, 1 << 20);
+		cr_assert_eq(codec_produce_response_encode(&m, v, &out), CODEC_OK);
+		codec_produce_response_free(&m);
+		struct codec_iov again = {out.data, out.len};
+		cr_assert_eq(codec_produce_response_decode(&again, 1, v, &m), CODEC_OK);
+		struct codec_produce_partition_resp *p = &m.topics[1].partitions[0];
+		cr_assert_eq(p->error_code, 190);
+		cr_assert_eq(p->base_offset, -1);
+		cr_assert_eq(p->log_append_time_ms, -1);
+		if (v >= 5)
+			cr_assert_eq(p->log_start_offset, -1);
+		if (v >= 8)
+			cr_assert_str_eq(p->error_message, "mirror dc2 timed out");
+		cr_assert_eq(m.topics[0].partitions[0].base_offset, 1000, "others untouched");
+		codec_produce_response_free(&m);
+		codec_buf_free(&out);
+		golden_free(&g);
+	}
+}
+
+Test(codec, produce_partition_fail_null_message_clears_it)
+{
+	struct codec_produce_partition_resp p = {0};
+	cr_assert_eq(codec_produce_partition_fail(&p, 20, "x"), 0);
+	cr_assert_str_eq(p.error_message, "x");
+	cr_assert_eq(codec_produce_partition_fail(&p, 20, NULL), 0);
+	cr_assert_null(p.error_message);
+}
