@@ -1,33 +1,319 @@
 /*
- * syncgate-ctl — the operator CLI, modelled on kafka-cluster-mirrors.sh.
- * It talks to a sidecar's admin API. Until the lifecycle verbs land it prints
- * its usage.
+ * syncgate-ctl — the operator CLI, modelled on the KIP's
+ * kafka-cluster-mirrors.sh. It talks to one sidecar's admin API over HTTP
+ * (libevent's evhttp client); every sidecar of a source cluster shares the
+ * state log, so any of them will do.
  *
- * Exit codes: 0 success, 2 bad usage.
+ *   syncgate-ctl [--admin HOST:PORT] [--token-file FILE] [--output table|json] VERB
+ *     --describe [--mirror M] [--topic T]
+ *     --add --mirror M --topic T [--sync]
+ *     --alter --mirror M --topic T --sync|--async
+ *     --release-sync --mirror M [--topics REGEX]
+ *
+ * Admin API (JSON, bearer token on mutating calls):
+ *   GET  /v1/mirrors?mirror=M&topic=T                 describe
+ *   POST /v1/alter   {"mirror","topic","type":"SYNC|ASYNC","add":bool}
+ *   POST /v1/release {"mirror","topics":REGEX|null}
+ * A mutating call answers {"topics":[{"topic","result","message"}]} with
+ * result one of PROMOTED, PENDING_LAG, DEMOTED, RELEASED, UNCHANGED, REJECTED.
+ *
+ * Exit codes: 0 success; 1 the sidecar refused or failed the request (or a
+ * topic was REJECTED); 2 bad usage; 3 the admin API could not be reached.
  */
+#include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+
+enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE };
+
+struct ctl {
+	enum verb verb;
+	const char *admin;      /* host:port */
+	const char *token_file;
+	const char *mirror, *topic, *topics;
+	int type;               /* 0 unset, 1 SYNC, 2 ASYNC */
+	bool json;
+	/* response */
+	struct event_base *base;
+	int status;
+	char *body;
+};
 
 static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: syncgate-ctl [--admin HOST:PORT] [--token-file FILE] [--output table|json] VERB\n"
-		"  --describe [--mirror M] [--topic P]\n"
-		"  --add --topic P --mirror M [--sync]\n"
-		"  --alter --topic P --mirror M --sync|--async\n"
-		"  --release-sync --mirror M [--topics P]\n");
+		"  --describe [--mirror M] [--topic T]      mirror types, lag, destination offsets\n"
+		"  --add --mirror M --topic T [--sync]      register a topic (desired SYNC with --sync)\n"
+		"  --alter --mirror M --topic T --sync|--async\n"
+		"                                           promote (at lag zero) or demote at once\n"
+		"  --release-sync --mirror M [--topics REGEX]\n"
+		"                                           source-side release (destructive)\n"
+		"defaults: --admin 127.0.0.1:9464, --token-file $SYNCGATE_TOKEN_FILE\n"
+		"exit codes: 0 ok, 1 refused/failed/rejected, 2 usage, 3 admin API unreachable\n");
+}
+
+static char *read_token(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return NULL;
+	char buf[512];
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = 0;
+	return strdup(buf);
+}
+
+static void done_cb(struct evhttp_request *req, void *arg)
+{
+	struct ctl *c = arg;
+	if (req) {
+		c->status = evhttp_request_get_response_code(req);
+		struct evbuffer *b = evhttp_request_get_input_buffer(req);
+		size_t n = evbuffer_get_length(b);
+		c->body = malloc(n + 1);
+		if (c->body) {
+			evbuffer_remove(b, c->body, n);
+			c->body[n] = 0;
+		}
+	}
+	event_base_loopexit(c->base, NULL);
+}
+
+/* One HTTP request; returns 0 with c->status/c->body set, or -1 unreachable. */
+static int http_call(struct ctl *c, const char *method, const char *path, const char *body)
+{
+	char host[256];
+	snprintf(host, sizeof(host), "%s", c->admin);
+	char *colon = strrchr(host, ':');
+	if (!colon)
+		return -1;
+	*colon = 0;
+	int port = atoi(colon + 1);
+	struct event_base *base = event_base_new();
+	struct evhttp_connection *conn =
+		base ? evhttp_connection_base_new(base, NULL, host, (uint16_t)port) : NULL;
+	if (!conn) {
+		if (base)
+			event_base_free(base);
+		return -1;
+	}
+	evhttp_connection_set_timeout(conn, 30);
+	c->base = base;
+	struct evhttp_request *req = evhttp_request_new(done_cb, c);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	evhttp_add_header(h, "Host", host);
+	evhttp_add_header(h, "Accept", "application/json");
+	char *token = c->token_file ? read_token(c->token_file) : NULL;
+	if (token) {
+		char auth[600];
+		snprintf(auth, sizeof(auth), "Bearer %s", token);
+		evhttp_add_header(h, "Authorization", auth);
+		free(token);
+	}
+	if (body) {
+		evhttp_add_header(h, "Content-Type", "application/json");
+		evbuffer_add(evhttp_request_get_output_buffer(req), body, strlen(body));
+	}
+	c->status = 0;
+	evhttp_make_request(conn, req, strcmp(method, "POST") ? EVHTTP_REQ_GET : EVHTTP_REQ_POST,
+			    path);
+	event_base_dispatch(base);
+	evhttp_connection_free(conn);
+	event_base_free(base);
+	return c->status ? 0 : -1;
+}
+
+static void print_describe(const json_t *doc)
+{
+	printf("%-12s %-28s %-8s %-9s %-8s %-9s %-8s %s\n", "MIRROR", "TOPIC", "DESIRED",
+	       "EFFECTIVE", "RELEASED", "RECOVERY", "LAG", "DESTINATION OFFSETS (partition=offset)");
+	size_t i, j, k;
+	json_t *m, *t, *p;
+	json_array_foreach(json_object_get(doc, "mirrors"), i, m) {
+		json_array_foreach(json_object_get(m, "topics"), j, t) {
+			printf("%-12s %-28s %-8s %-9s %-8s %-9s %-8lld ",
+			       json_string_value(json_object_get(m, "name")),
+			       json_string_value(json_object_get(t, "topic")),
+			       json_string_value(json_object_get(t, "desired")),
+			       json_string_value(json_object_get(t, "effective")),
+			       json_is_true(json_object_get(t, "released")) ? "yes" : "no",
+			       json_is_true(json_object_get(t, "recovery_pending")) ? "pending" : "-",
+			       (long long)json_integer_value(json_object_get(t, "lag")));
+			json_array_foreach(json_object_get(t, "partitions"), k, p) {
+				const char *why = json_string_value(json_object_get(p, "failing_reason"));
+				printf("%s%lld=%lld%s%s", k ? " " : "",
+				       (long long)json_integer_value(json_object_get(p, "partition")),
+				       (long long)json_integer_value(json_object_get(p, "progress")),
+				       why && *why ? "!" : "", why && *why ? why : "");
+			}
+			printf("\n");
+		}
+	}
+}
+
+/* Print a mutating call's per-topic results; returns 1 when any was REJECTED. */
+static int print_results(const json_t *doc)
+{
+	int rejected = 0;
+	size_t i;
+	json_t *t;
+	json_array_foreach(json_object_get(doc, "topics"), i, t) {
+		const char *result = json_string_value(json_object_get(t, "result"));
+		const char *msg = json_string_value(json_object_get(t, "message"));
+		printf("%-28s %-12s %s\n", json_string_value(json_object_get(t, "topic")),
+		       result ? result : "?", msg ? msg : "");
+		if (result && !strcmp(result, "REJECTED"))
+			rejected = 1;
+	}
+	return rejected;
+}
+
+static int run(struct ctl *c)
+{
+	char path[1024];
+	char *body = NULL;
+	const char *method = "POST";
+	if (c->verb == VERB_DESCRIBE) {
+		method = "GET";
+		char *em = c->mirror ? evhttp_encode_uri(c->mirror) : NULL;
+		char *et = c->topic ? evhttp_encode_uri(c->topic) : NULL;
+		snprintf(path, sizeof(path), "/v1/mirrors?%s%s%s%s", em ? "mirror=" : "", em ? em : "",
+			 et ? "&topic=" : "", et ? et : "");
+		free(em);
+		free(et);
+	} else if (c->verb == VERB_RELEASE) {
+		snprintf(path, sizeof(path), "/v1/release");
+		json_t *j = json_pack("{s:s, s:s?}", "mirror", c->mirror, "topics", c->topics);
+		body = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	} else {
+		snprintf(path, sizeof(path), "/v1/alter");
+		json_t *j = json_pack("{s:s, s:s, s:s, s:b}", "mirror", c->mirror, "topic", c->topic,
+				      "type", c->type == 1 ? "SYNC" : "ASYNC", "add",
+				      c->verb == VERB_ADD);
+		body = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	}
+	int rc = http_call(c, method, path, body);
+	free(body);
+	if (rc < 0) {
+		fprintf(stderr, "syncgate-ctl: cannot reach the admin API at %s\n", c->admin);
+		return 3;
+	}
+	json_error_t jerr;
+	json_t *doc = c->body ? json_loads(c->body, 0, &jerr) : NULL;
+	if (c->status != 200) {
+		const char *msg = doc ? json_string_value(json_object_get(doc, "error")) : NULL;
+		fprintf(stderr, "syncgate-ctl: %s: HTTP %d: %s\n", path, c->status,
+			msg ? msg : (c->body ? c->body : ""));
+		json_decref(doc);
+		return 1;
+	}
+	if (!doc) {
+		fprintf(stderr, "syncgate-ctl: bad JSON from the admin API: %s\n", jerr.text);
+		return 1;
+	}
+	int out = 0;
+	if (c->json)
+		printf("%s\n", c->body);
+	else if (c->verb == VERB_DESCRIBE)
+		print_describe(doc);
+	if (c->verb != VERB_DESCRIBE) {
+		if (c->json) {
+			size_t i;
+			json_t *t;
+			json_array_foreach(json_object_get(doc, "topics"), i, t) {
+				const char *r = json_string_value(json_object_get(t, "result"));
+				if (r && !strcmp(r, "REJECTED"))
+					out = 1;
+			}
+		} else {
+			out = print_results(doc);
+		}
+	}
+	json_decref(doc);
+	return out;
 }
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		usage(stdout);
-		return 0;
+	static const struct option opts[] = {
+		{ "admin", required_argument, NULL, 'a' },
+		{ "token-file", required_argument, NULL, 'k' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "describe", no_argument, NULL, 'D' },
+		{ "add", no_argument, NULL, 'A' },
+		{ "alter", no_argument, NULL, 'L' },
+		{ "release-sync", no_argument, NULL, 'R' },
+		{ "mirror", required_argument, NULL, 'm' },
+		{ "topic", required_argument, NULL, 't' },
+		{ "topics", required_argument, NULL, 'T' },
+		{ "sync", no_argument, NULL, 's' },
+		{ "async", no_argument, NULL, 'y' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct ctl c = { .admin = "127.0.0.1:9464", .token_file = getenv("SYNCGATE_TOKEN_FILE") };
+	int o, verbs = 0;
+	while ((o = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (o) {
+		case 'a': c.admin = optarg; break;
+		case 'k': c.token_file = optarg; break;
+		case 'o':
+			if (strcmp(optarg, "json") && strcmp(optarg, "table")) {
+				usage(stderr);
+				return 2;
+			}
+			c.json = !strcmp(optarg, "json");
+			break;
+		case 'D': c.verb = VERB_DESCRIBE; verbs++; break;
+		case 'A': c.verb = VERB_ADD; verbs++; break;
+		case 'L': c.verb = VERB_ALTER; verbs++; break;
+		case 'R': c.verb = VERB_RELEASE; verbs++; break;
+		case 'm': c.mirror = optarg; break;
+		case 't': c.topic = optarg; break;
+		case 'T': c.topics = optarg; break;
+		case 's': c.type = c.type == 2 ? -1 : 1; break;
+		case 'y': c.type = c.type == 1 ? -1 : 2; break;
+		case 'V': printf("syncgate-ctl %s\n", SYNCGATE_VERSION); return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
 	}
-	if (argc > 1 && !strcmp(argv[1], "--version")) {
-		printf("syncgate-ctl %s\n", SYNCGATE_VERSION);
-		return 0;
+	const char *bad = NULL;
+	if (verbs != 1 || optind != argc)
+		bad = "give exactly one of --describe, --add, --alter, --release-sync";
+	else if (c.type < 0)
+		bad = "--sync and --async exclude each other";
+	else if ((c.verb == VERB_ADD || c.verb == VERB_ALTER) && (!c.mirror || !c.topic))
+		bad = "--add and --alter need --mirror and --topic";
+	else if (c.verb == VERB_ALTER && !c.type)
+		bad = "--alter needs --sync or --async";
+	else if (c.verb == VERB_ADD && c.type == 2)
+		bad = "--add takes --sync or nothing (ASYNC)";
+	else if (c.verb == VERB_RELEASE && !c.mirror)
+		bad = "--release-sync needs --mirror";
+	if (bad) {
+		fprintf(stderr, "syncgate-ctl: %s\n", bad);
+		usage(stderr);
+		return 2;
 	}
-	usage(stderr);
-	return 2;
+	if (c.verb == VERB_ADD && !c.type)
+		c.type = 2;
+	int rc = run(&c);
+	free(c.body);
+	return rc;
 }
