@@ -54,8 +54,13 @@ static void mirror_init(struct conf_mirror *m, const char *name, char **topics, 
 	m->sync_topic_demote_timeout_ms = 30000;
 }
 
+static void teardown(void);
+
+/* Criterion runs the suite's .init and then a test's own .init: the last
+ * setup wins, the earlier gate is freed first. */
 static void setup_n(size_t nmirrors)
 {
+	teardown();
 	memset(&cfg, 0, sizeof(cfg));
 	mirror_init(&mirrors[0], "dr-east", east_topics, 2);
 	mirror_init(&mirrors[1], "dr-west", west_topics, 1);
@@ -74,7 +79,10 @@ static void setup2(void) { setup_n(2); }
 static void teardown(void)
 {
 	mirror_gate_free(g);
-	event_base_free(base);
+	g = NULL;
+	if (base)
+		event_base_free(base);
+	base = NULL;
 }
 
 /* Run the loop until nothing is immediately ready. */
