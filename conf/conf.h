@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/types.h>
 
 /* ------------------------------------------------------------------------ */
 /* Configuration                                                            */
@@ -220,6 +221,17 @@ void conf_reference_write(FILE *out);
  */
 size_t conf_reload_check(const struct conf *old, const struct conf *new_conf,
 			 char *buf, size_t n);
+
+/**
+ * conf_reload_check(), and also set each restart setting that differs back to
+ * its value in `old` (deep copies into `new_conf`), so that `new_conf` can be
+ * applied by a reload without changing anything that needs a restart.
+ * Returns how many were kept, or -1 when out of memory (then `new_conf` is
+ * still a valid conf to free, but must not be applied). Any thread.
+ */
+ssize_t conf_reload_keep_restart(const struct conf *old, struct conf *new_conf,
+				 char *buf, size_t n)
+	__attribute__((warn_unused_result));
 
 /**
  * Parse `host:port` or `[ipv6]:port` (port 1..65535, or 0 when `port0`).

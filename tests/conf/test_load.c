@@ -391,6 +391,32 @@ Test(conf, reload_check_names_restart_settings)
 	conf_free(b);
 }
 
+Test(conf, reload_keep_restart_restores_old_values)
+{
+	struct conf *a = load_ok(minimal);
+	struct conf *b = load_ok(
+		"listen:\n  kafka: 0.0.0.0:19093\n"
+		"upstream:\n  broker: 127.0.0.1:9092\n  connect_timeout_ms: 100\n"
+		"advertise:\n  nodes: {1: \"h1:1\", 2: \"h2:2\"}\n"
+		"limits: {max_frame_bytes: 2048}\n"
+		"log: {level: debug}\n"
+		"state: {topic: other}\n");
+	char buf[256];
+	cr_expect_eq(conf_reload_keep_restart(a, b, buf, sizeof(buf)), 5);
+	cr_expect_str_eq(buf, "listen.kafka,advertise.template,advertise.nodes,"
+			      "limits.max_frame_bytes,state.topic");
+	/* restart settings are back to the old values, live ones keep the new */
+	cr_expect_eq(conf_reload_check(a, b, buf, sizeof(buf)), 0);
+	cr_expect_eq(b->listen_kafka.port, a->listen_kafka.port);
+	cr_expect_str_eq(b->state_topic, a->state_topic);
+	cr_expect_eq(b->nadvertise_nodes, a->nadvertise_nodes);
+	cr_expect_eq(b->max_frame_bytes, a->max_frame_bytes);
+	cr_expect_eq(b->upstream_connect_timeout_ms, 100);
+	cr_expect_eq(b->log_level, LOG_DEBUG);
+	conf_free(a);
+	conf_free(b); /* the copies are b's own: no double free under ASan */
+}
+
 Test(conf, settings_table_is_complete)
 {
 	for (size_t i = 0; i < conf_nsettings; i++) {
