@@ -72,6 +72,14 @@ sg_alive() {
 
 sg_pid() { cut -d' ' -f1 "$1" 2>/dev/null; }
 
+# sg_running PID: the process exists and is not a zombie (an exited child
+# waits a moment for PID 1 to reap it; it is dead for our purposes).
+sg_running() {
+  local st
+  st="$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1)" || return 1
+  [ -n "$st" ] && [ "$st" != Z ]
+}
+
 # sg_spawn PIDFILE LOGFILE WHAT cmd...: start cmd in the background, detached
 # from the terminal's hangups, and record its pid.
 sg_spawn() {
@@ -94,12 +102,12 @@ sg_stop_pidfile() {
       kill -CONT "$pid" 2>/dev/null || true
       kill -TERM "$pid" 2>/dev/null || true
       for ((i = 0; i < grace * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
+        sg_running "$pid" || break
         sleep 0.1
       done
-      kill -KILL "$pid" 2>/dev/null || true
+      sg_running "$pid" && kill -KILL "$pid" 2>/dev/null || true
     fi
-    for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    for ((i = 0; i < 50; i++)); do sg_running "$pid" || break; sleep 0.1; done
   fi
   rm -f "$pf"
 }
