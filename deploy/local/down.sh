@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # deploy/local/down.sh — stop the local sandbox started by deploy/local/up.sh:
 # syncgate, the mirror, both clusters — every process recorded in the run dir
-# (SIGTERM, SIGKILL after 10 s) — then check that none is left and remove the
-# run dir. --keep keeps the run dir (logs, data) for a look afterwards.
+# (SIGTERM, SIGKILL after 10 s) — then check that none is left (no JVM with
+# the run's marker, no syncgate with its config) and remove the run dir.
+# --keep keeps the run dir (logs, data) for a look afterwards.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export SG_RUN_DIR="${SG_RUN_DIR:-/tmp/syncgate-sandbox}"
@@ -11,7 +12,8 @@ if [ ! -d "$SG_RUN_DIR" ]; then
   echo "down.sh: no sandbox in $SG_RUN_DIR"; exit 0
 fi
 bash "$repo/tests/kafka/cluster.sh" stop-all $([ $keep -eq 1 ] || echo --clean)
-left="$(pgrep -af -- "-Dsyncgate.testbed=$SG_RUN_DIR" || true)"
+# JVMs carry -Dsyncgate.testbed=$SG_RUN_DIR, syncgate its config $SG_RUN_DIR/syncgate.yaml
+left="$(pgrep -af -- "-Dsyncgate.testbed=$SG_RUN_DIR( |$)|$SG_RUN_DIR/syncgate.yaml" || true)"
 if [ -n "$left" ]; then
   echo "down.sh: processes still running:" >&2; echo "$left" >&2; exit 1
 fi
