@@ -291,6 +291,6 @@ cat <<EOF
     status:   SG_RUN_DIR=$SG_RUN_DIR tests/kafka/cluster.sh status
     logs:     $SG_RUN_DIR/logs/, $SG_RUN_DIR/clusters/*/node-*/kafka.log
     addresses: $SG_RUN_DIR/sandbox.env
-    stop:     deploy/local/down.sh
+    stop:     $([ "$SG_RUN_DIR" = /tmp/syncgate-sandbox ] || echo "SG_RUN_DIR=$SG_RUN_DIR ")deploy/local/down.sh
 EOF
 [ "${SG_DEMO:-1}" = 0 ] || [ $demo_ok = 1 ] || { echo "up.sh: the demo FAILED (see above and $R)" >&2; exit 1; }

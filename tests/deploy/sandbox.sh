@@ -63,7 +63,9 @@ down
 left="$(pgrep -af -- "-Dsyncgate.testbed=$SG_RUN_DIR( |$)|$SG_RUN_DIR/syncgate.yaml" || true)"
 [ -z "$left" ] || fail "processes left after down.sh: $left"
 for p in $sg_pid $mirror_pid; do
-  kill -0 "$p" 2>/dev/null && fail "process $p ($(tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null)) still running"
+  # a zombie (exited, not yet reaped by PID 1) is stopped
+  st="$(ps -o stat= -p "$p" 2>/dev/null || true)"
+  [ -n "$st" ] && [ "${st#Z}" = "$st" ] && fail "process $p ($(tr '\0' ' ' < /proc/"$p"/cmdline 2>/dev/null)) still running"
 done
 [ ! -d "$SG_RUN_DIR" ] || fail "run dir $SG_RUN_DIR not removed"
 
