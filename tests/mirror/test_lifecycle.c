@@ -1,0 +1,269 @@
+/*
+ * tests/mirror/test_lifecycle.c — the (mirror, topic) lifecycle state machine
+ * (mirror/lifecycle.c): a transition table, every state × every record
+ * against the KIP's rules, the release / stale-promotion race in both
+ * orders, two readers of one log, backoff, and the record codec.
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mirror/lifecycle.h"
+
+#define A MIRROR_ASYNC
+#define S MIRROR_SYNC
+
+static struct mirror_lstate st(enum mirror_type d, enum mirror_type e, bool rel, bool rp, int32_t retry)
+{
+	struct mirror_lstate s = mirror_lstate_initial(d);
+	s.effective = e;
+	s.released = rel;
+	s.recovery_pending = rp;
+	s.retry_attempt = retry;
+	s.generation = 7;
+	return s;
+}
+
+static struct mirror_record rec(enum mirror_rec_kind k)
+{
+	struct mirror_record r = {.kind = k, .type = S, .based_on = -1};
+	return r;
+}
+
+static struct mirror_record alter(enum mirror_type t) { struct mirror_record r = rec(MIRROR_REC_ALTER); r.type = t; return r; }
+static struct mirror_record reg(bool recovery, int64_t based_on)
+{
+	struct mirror_record r = rec(MIRROR_REC_REGISTER);
+	r.recovery = recovery;
+	r.based_on = based_on;
+	return r;
+}
+static struct mirror_record demote(int64_t based_on) { struct mirror_record r = rec(MIRROR_REC_DEMOTE); r.based_on = based_on; return r; }
+
+struct row {
+	const char *name;
+	struct mirror_lstate in;
+	struct mirror_record r;
+	/* expected */
+	enum mirror_type desired, effective;
+	bool released, recovery_pending;
+	int32_t retry;
+	enum mirror_reject reject;
+	bool changed;
+};
+
+Test(lifecycle, transition_table)
+{
+	const struct row rows[] = {
+		{"alter sync from async: desired only, promotion deferred", st(A, A, 0, 0, 0), alter(S),
+		 S, A, 0, 0, 0, MIRROR_REJ_NONE, 1},
+		{"alter async demotes at once", st(S, S, 0, 0, 0), alter(A), A, A, 0, 0, 0, MIRROR_REJ_NONE, 1},
+		{"alter async cancels a pending promotion", st(S, A, 0, 0, 0), alter(A), A, A, 0, 0, 0,
+		 MIRROR_REJ_NONE, 1},
+		{"alter async keeps the released marker (source-side)", st(S, A, 1, 1, 2), alter(A), A, A, 1, 1, 2,
+		 MIRROR_REJ_NONE, 1},
+		{"alter sync on sync: no type change", st(S, S, 0, 0, 0), alter(S), S, S, 0, 0, 0, MIRROR_REJ_NONE, 1},
+		{"register at lag zero promotes", st(S, A, 0, 0, 0), reg(0, -1), S, S, 0, 0, 0, MIRROR_REJ_NONE, 1},
+		{"register resets RetryAttempt", st(S, A, 0, 1, 3), reg(1, 7), S, S, 0, 0, 0, MIRROR_REJ_NONE, 1},
+		{"register without desired sync is rejected", st(A, A, 0, 0, 0), reg(0, -1), A, A, 0, 0, 0,
+		 MIRROR_REJ_NOT_DESIRED_SYNC, 0},
+		{"stale register on released: fresh promotion required", st(S, A, 1, 0, 0), reg(0, -1), S, A, 1, 1,
+		 1, MIRROR_REJ_RELEASED_FRESH_PROMOTION_REQUIRED, 1},
+		{"second stale register backs off further", st(S, A, 1, 1, 1), reg(0, 7), S, A, 1, 1, 2,
+		 MIRROR_REJ_RELEASED_FRESH_PROMOTION_REQUIRED, 1},
+		{"recovery register clears the marker", st(S, A, 1, 1, 1), reg(1, 7), S, S, 0, 0, 0,
+		 MIRROR_REJ_NONE, 1},
+		{"register based on an older generation is stale", st(S, A, 0, 0, 0), reg(0, 6), S, A, 0, 0, 0,
+		 MIRROR_REJ_STALE_GENERATION, 0},
+		{"register when already sync: no-op", st(S, S, 0, 0, 0), reg(0, 3), S, S, 0, 0, 0, MIRROR_REJ_NONE, 0},
+		{"release of a sync topic", st(S, S, 0, 0, 0), rec(MIRROR_REC_RELEASE), S, A, 1, 1, 0,
+		 MIRROR_REJ_NONE, 1},
+		{"release of a pending promotion marks it too", st(S, A, 0, 0, 0), rec(MIRROR_REC_RELEASE), S, A, 1,
+		 1, 0, MIRROR_REJ_NONE, 1},
+		{"release of an async topic: nothing registered", st(A, A, 0, 0, 0), rec(MIRROR_REC_RELEASE), A, A,
+		 0, 0, 0, MIRROR_REJ_NONE, 0},
+		{"release twice: unchanged", st(S, A, 1, 1, 0), rec(MIRROR_REC_RELEASE), S, A, 1, 1, 0,
+		 MIRROR_REJ_NONE, 0},
+		{"demote on the current generation", st(S, S, 0, 0, 0), demote(7), S, A, 0, 1, 0,
+		 MIRROR_REJ_ALL_PARTITIONS_FAILING, 1},
+		{"demote on an older generation is stale", st(S, S, 0, 0, 0), demote(5), S, S, 0, 0, 0,
+		 MIRROR_REJ_STALE_GENERATION, 0},
+		{"demote of an async topic: no-op", st(S, A, 0, 0, 0), demote(7), S, A, 0, 0, 0, MIRROR_REJ_NONE, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *w = &rows[i];
+		struct mirror_lstate s = w->in;
+		struct mirror_apply_out out;
+		mirror_lifecycle_apply(&s, &w->r, &out);
+		cr_expect_eq(s.desired, w->desired, "%s: desired", w->name);
+		cr_expect_eq(s.effective, w->effective, "%s: effective", w->name);
+		cr_expect_eq(s.released, w->released, "%s: released", w->name);
+		cr_expect_eq(s.recovery_pending, w->recovery_pending, "%s: recovery_pending", w->name);
+		cr_expect_eq(s.retry_attempt, w->retry, "%s: retry_attempt", w->name);
+		cr_expect_eq(out.reject, w->reject, "%s: reject %s", w->name, mirror_reject_str(out.reject));
+		cr_expect_eq(out.changed, w->changed, "%s: changed", w->name);
+		cr_expect_eq(s.generation, w->changed ? 8 : 7, "%s: generation", w->name);
+	}
+}
+
+/* Every state × every record: the rules that must hold whatever the state. */
+Test(lifecycle, every_state_times_every_record)
+{
+	struct mirror_record recs[] = {
+		alter(A), alter(S), reg(0, -1), reg(1, -1), reg(0, 7), reg(1, 7), reg(1, 6),
+		rec(MIRROR_REC_RELEASE), demote(7), demote(6),
+	};
+	int n = 0;
+	for (int d = 0; d < 2; d++)
+		for (int e = 0; e < 2; e++)
+			for (int rel = 0; rel < 2; rel++)
+				for (int rp = 0; rp < 2; rp++)
+					for (size_t k = 0; k < sizeof(recs) / sizeof(recs[0]); k++) {
+						struct mirror_lstate in = st(d ? S : A, e ? S : A, rel, rp, 1), s = in;
+						const struct mirror_record *r = &recs[k];
+						struct mirror_apply_out out;
+						mirror_lifecycle_apply(&s, r, &out);
+						n++;
+						cr_expect_eq(s.generation, in.generation + (out.changed ? 1 : 0));
+						/* nothing but REGISTER ever makes a topic gate */
+						if (r->kind != MIRROR_REC_REGISTER)
+							cr_expect(!(s.effective == S && in.effective != S));
+						/* a released tuple is only ever cleared by a recovery promotion */
+						if (in.released && !s.released)
+							cr_expect(r->kind == MIRROR_REC_REGISTER && r->recovery &&
+								  s.effective == S);
+						/* a promotion needs desired SYNC */
+						if (s.effective == S && in.effective != S)
+							cr_expect(in.desired == S && (!in.released || r->recovery));
+						/* effective SYNC is never left with the marker set */
+						cr_expect(!(s.effective == S && s.released && !in.released));
+						if (r->kind == MIRROR_REC_ALTER) {
+							cr_expect_eq(s.desired, r->type);
+							if (r->type == A)
+								cr_expect_eq(s.effective, A);
+						}
+						if (r->kind == MIRROR_REC_RELEASE)
+							cr_expect_eq(s.effective, A);
+						if (out.reject == MIRROR_REJ_STALE_GENERATION ||
+						    out.reject == MIRROR_REJ_NOT_DESIRED_SYNC)
+							cr_expect(!out.changed);
+					}
+	cr_expect_eq(n, 160);
+}
+
+static void fold(struct mirror_lstate *s, const struct mirror_record *rs, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mirror_apply_out out;
+		mirror_lifecycle_apply(s, &rs[i], &out);
+	}
+}
+
+/* A promotion decided on generation g (lag zero seen) races an operator's
+ * release. Log order decides; every reader agrees. */
+Test(lifecycle, release_vs_stale_promotion_both_orders)
+{
+	struct mirror_lstate base = mirror_lstate_initial(S); /* desired SYNC, ASYNC, gen 0 */
+	struct mirror_record promote = reg(false, base.generation);
+	struct mirror_record release = rec(MIRROR_REC_RELEASE);
+
+	/* Release first, stale promotion after: rejected, stays released. */
+	struct mirror_lstate s1 = base;
+	struct mirror_apply_out out;
+	mirror_lifecycle_apply(&s1, &release, &out);
+	mirror_lifecycle_apply(&s1, &promote, &out);
+	cr_assert_eq(out.reject, MIRROR_REJ_RELEASED_FRESH_PROMOTION_REQUIRED);
+	cr_assert(out.count_rejected);
+	cr_assert_eq(s1.effective, A);
+	cr_assert(s1.released);
+	cr_assert(s1.recovery_pending);
+	cr_assert_eq(s1.retry_attempt, 1);
+
+	/* Promotion first, release after: released, matching operator intent. */
+	struct mirror_lstate s2 = base;
+	mirror_lifecycle_apply(&s2, &promote, &out);
+	cr_assert_eq(s2.effective, S);
+	mirror_lifecycle_apply(&s2, &release, &out);
+	cr_assert_eq(s2.effective, A);
+	cr_assert(s2.released);
+	cr_assert(s2.recovery_pending);
+
+	/* Both orders end not gating; recovery then needs RecoveryPromotion. */
+	struct mirror_record recovery = reg(true, s1.generation);
+	mirror_lifecycle_apply(&s1, &recovery, &out);
+	cr_assert_eq(s1.effective, S);
+	cr_assert(!s1.released);
+	cr_assert(!s1.recovery_pending);
+	cr_assert_eq(s1.retry_attempt, 0);
+}
+
+Test(lifecycle, two_readers_of_one_log_agree)
+{
+	const struct mirror_record log[] = {
+		alter(S), reg(0, 1), rec(MIRROR_REC_RELEASE), reg(0, 2), reg(1, 3), alter(A), reg(1, 5),
+		alter(S), reg(1, 6), demote(7), demote(7), reg(1, 8), rec(MIRROR_REC_RELEASE), reg(1, -1),
+	};
+	size_t n = sizeof(log) / sizeof(log[0]);
+	/* Reader 1 folds everything at once; reader 2 restarts halfway (state
+	 * rebuilt from the start of the log) and reads on. */
+	struct mirror_lstate r1 = mirror_lstate_initial(A), r2 = mirror_lstate_initial(A);
+	fold(&r1, log, n);
+	fold(&r2, log, n / 2);
+	r2 = mirror_lstate_initial(A);
+	fold(&r2, log, n);
+	cr_assert_eq(memcmp(&r1.generation, &r2.generation, sizeof(r1.generation)), 0);
+	cr_assert_eq(r1.desired, r2.desired);
+	cr_assert_eq(r1.effective, r2.effective);
+	cr_assert_eq(r1.released, r2.released);
+	cr_assert_eq(r1.recovery_pending, r2.recovery_pending);
+	cr_assert_eq(r1.retry_attempt, r2.retry_attempt);
+	/* and the end state is the one the rules give */
+	cr_assert_eq(r1.effective, S);
+	cr_assert(!r1.released);
+	/* config desired differs between readers: an ALTER in the log wins */
+	struct mirror_lstate r3 = mirror_lstate_initial(S);
+	fold(&r3, log, n);
+	cr_assert_eq(r3.desired, r1.desired);
+	cr_assert_eq(r3.effective, r1.effective);
+}
+
+Test(lifecycle, backoff_doubles_and_is_capped)
+{
+	cr_assert_eq(mirror_lifecycle_backoff_ms(0), 0);
+	cr_assert_eq(mirror_lifecycle_backoff_ms(1), 500);
+	cr_assert_eq(mirror_lifecycle_backoff_ms(2), 1000);
+	cr_assert_eq(mirror_lifecycle_backoff_ms(3), 2000);
+	cr_assert_eq(mirror_lifecycle_backoff_ms(7), 30000);
+	cr_assert_eq(mirror_lifecycle_backoff_ms(1000), 30000);
+	for (int32_t i = 1; i < 40; i++)
+		cr_assert_geq(mirror_lifecycle_backoff_ms(i + 1), mirror_lifecycle_backoff_ms(i));
+}
+
+Test(lifecycle, record_json_round_trip)
+{
+	struct mirror_record r = {.kind = MIRROR_REC_REGISTER, .type = S, .recovery = true, .based_on = 42,
+				  .origin = 0xdeadbeef12345678ull, .seq = 9};
+	char *j = mirror_record_to_json("dr-east", "orders", &r);
+	cr_assert_not_null(j);
+	char m[64], t[64];
+	struct mirror_record back;
+	cr_assert_eq(mirror_record_from_json(j, strlen(j), m, sizeof(m), t, sizeof(t), &back), 0);
+	cr_assert_str_eq(m, "dr-east");
+	cr_assert_str_eq(t, "orders");
+	cr_assert_eq(back.kind, r.kind);
+	cr_assert_eq(back.recovery, true);
+	cr_assert_eq(back.based_on, 42);
+	cr_assert_eq(back.origin, r.origin);
+	cr_assert_eq(back.seq, 9);
+	free(j);
+	/* a hand-written record (tests, operators): defaults apply */
+	const char *min = "{\"mirror\":\"dr\",\"topic\":\"t\",\"op\":\"REGISTER\",\"recovery\":false}";
+	cr_assert_eq(mirror_record_from_json(min, strlen(min), m, sizeof(m), t, sizeof(t), &back), 0);
+	cr_assert_eq(back.kind, MIRROR_REC_REGISTER);
+	cr_assert_eq(back.based_on, -1);
+	const char *bad[] = {"", "[]", "{\"mirror\":\"dr\",\"topic\":\"t\",\"op\":\"NOPE\"}",
+			     "{\"topic\":\"t\",\"op\":\"ALTER\"}", "{\"mirror\":\"dr\",\"topic\":\"t\",\"op\":\"ALTER\",\"type\":\"X\"}"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(mirror_record_from_json(bad[i], strlen(bad[i]), m, sizeof(m), t, sizeof(t), &back), -1,
+			     "%s", bad[i]);
+}
