@@ -14,6 +14,7 @@
 # Env:   SG_SKIP_INSTALL=1   skip deploy/install-deps.sh (already installed)
 #        BUILD_DIR           meson build dir (default: build)
 #        SG_KEEP_RUN_DIR=1   keep the Kafka run dir (logs) even when all pass
+#        SG_TEST_TIMEOUT     per-test limit in seconds (default 600, pytest-timeout)
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -92,7 +93,10 @@ if [ $integ -eq 1 ]; then
   junit="$(mktemp /tmp/syncgate-pytest.XXXXXX.xml)"
   # a state home of our own, so the leftover check below ignores e.g. a running sandbox
   export SG_STATE_HOME="/tmp/syncgate-testbed/pytest.$$"
-  "$PY" -m pytest -v -p no:cacheprovider --junitxml="$junit" tests/integration "${pytest_args[@]+"${pytest_args[@]}"}"
+  # a hung test fails after SG_TEST_TIMEOUT seconds instead of eating CI's budget
+  tmo=(); "$PY" -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout "${SG_TEST_TIMEOUT:-600}")
+  "$PY" -m pytest -v -p no:cacheprovider --junitxml="$junit" "${tmo[@]+"${tmo[@]}"}" tests/integration \
+    "${pytest_args[@]+"${pytest_args[@]}"}"
   rc=$?
   read -r ip if_ < <("$PY" - "$junit" <<'EOF'
 import sys, xml.etree.ElementTree as ET
