@@ -146,7 +146,8 @@ void codec_read_skip(struct codec_reader *r, size_t n);
 /**
  * A string (int16 / compact length) or, with `bytes`, a bytes field (int32 /
  * compact length) as a slice of the body, skipped and not copied. A null
- * value is CODEC_ERR_BAD_MSG unless `nullable`; a length below -1 always is.
+ * value is CODEC_ERR_BAD_MSG unless `nullable`; a length below -1 always is,
+ * and so is a string longer than INT16_MAX (compact too, as in Kafka).
  */
 struct codec_slice codec_read_slice(struct codec_reader *r, bool bytes, bool nullable);
 /** A string copied into a new NUL-terminated allocation (NULL for null or error). */

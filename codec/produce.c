@@ -253,7 +253,7 @@ static void read_partition_resp(struct codec_reader *r, void *elem, void *ctx)
 		}
 		p->error_message = codec_read_str(r, true);
 	}
-	codec_read_tags(r, &p->tags, partition_resp_tag, p);
+	codec_read_tags(r, &p->tags, version >= PRODUCE_LEADER_TAGS ? partition_resp_tag : NULL, p);
 }
 
 static void read_topic_resp(struct codec_reader *r, void *elem, void *ctx)

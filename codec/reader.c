@@ -176,7 +176,8 @@ struct codec_slice codec_read_slice(struct codec_reader *r, bool bytes, bool nul
 		len = bytes ? codec_read_i32(r) : codec_read_i16(r);
 	if (r->err)
 		return s;
-	if (len < -1 || (len == -1 && !nullable) || len > INT32_MAX) {
+	/* Strings are at most INT16_MAX bytes in the compact encoding too (as in Kafka). */
+	if (len < -1 || (len == -1 && !nullable) || len > (bytes ? INT32_MAX : INT16_MAX)) {
 		codec_reader_fail(r, CODEC_ERR_BAD_MSG);
 		return s;
 	}

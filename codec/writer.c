@@ -175,6 +175,8 @@ void codec_write_int32s(struct codec_buf *b, const struct codec_int32s *a)
 
 void codec_write_iov(struct codec_buf *b, const struct codec_iov *iov, int niov, size_t off, size_t len)
 {
+	if (len == 0)
+		return;
 	struct codec_reader r;
 	codec_reader_init(&r, iov, niov);
 	codec_reader_seek(&r, off);

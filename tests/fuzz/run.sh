@@ -1,0 +1,30 @@
+#!/bin/sh
+# Build the codec fuzz targets with clang into build-fuzz/ and run each one
+# for SECONDS (default 10) over a copy of the seed corpus. Crashes are left
+# as build-fuzz/crash-* files: add them to tests/fuzz/corpus/<target>/ as
+# regression inputs once fixed.
+#   tests/fuzz/run.sh [SECONDS]
+set -eu
+secs=${1:-10}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+build=$root/build-fuzz
+if [ ! -d "$build" ]; then
+	CC=clang meson setup "$build" "$root" -Dfuzz=true -Db_lundef=false >/dev/null
+fi
+targets=$(cd "$root/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
+meson compile -C "$build" $targets >/dev/null
+status=0
+for t in $targets; do
+	name=${t#fuzz_}
+	work=$build/fuzz-corpus/$name
+	mkdir -p "$work"
+	cp "$root/tests/fuzz/corpus/$name/"* "$work/" 2>/dev/null || true
+	if (cd "$build" && "./tests/fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 \
+		-print_final_stats=1 "$work" >"$build/$t.log" 2>&1); then
+		echo "$t: ok, $(grep -m1 'stat::number_of_executed_units' "$build/$t.log" | awk '{print $2}') runs"
+	else
+		echo "$t: FAILED, see $build/$t.log"
+		status=1
+	fi
+done
+exit $status
