@@ -56,13 +56,15 @@ void golden_load(struct golden *g, const char *name, bool request, int16_t api_k
 		cr_assert_eq(codec_request_header_decode(&frame, 1, &h), CODEC_OK, "%s header", name);
 		cr_assert_eq(h.api_key, api_key);
 		cr_assert_eq(h.api_version, version);
-		cr_assert_eq(h.correlation_id, 42 + version);
+		if (!strchr(name, '/')) /* generated frames; captured ones keep theirs */
+			cr_assert_eq(h.correlation_id, 42 + version);
 		hlen = h.len;
 	} else {
 		int32_t corr;
 		cr_assert_eq(codec_response_header_decode(&frame, 1, api_key, version, &corr, &hlen),
 			     CODEC_OK, "%s header", name);
-		cr_assert_eq(corr, 42 + version);
+		if (!strchr(name, '/'))
+			cr_assert_eq(corr, 42 + version);
 	}
 	g->body_off = 4 + hlen;
 }
@@ -103,8 +105,13 @@ static void roundtrip(const struct msg_ops *ops, int16_t v, const struct codec_i
 
 void check_golden(const struct msg_ops *ops, int16_t v)
 {
-	char name[128];
-	snprintf(name, sizeof(name), "%s_v%d", ops->name, v);
+	check_golden_in(ops, NULL, v);
+}
+
+void check_golden_in(const struct msg_ops *ops, const char *dir, int16_t v)
+{
+	char name[160];
+	snprintf(name, sizeof(name), "%s%s%s_v%d", dir ? dir : "", dir ? "/" : "", ops->name, v);
 	struct golden g;
 	golden_load(&g, name, ops->request, ops->api_key, v);
 	struct codec_iov body = golden_body(&g);

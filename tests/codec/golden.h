@@ -56,6 +56,8 @@ struct msg_ops {
  * truncated prefix of the body fails cleanly (never CODEC_OK).
  */
 void check_golden(const struct msg_ops *ops, int16_t v);
+/** The same for a frame captured from real clients and brokers: golden/<dir>/<name>_v<v>.hex. */
+void check_golden_in(const struct msg_ops *ops, const char *dir, int16_t v);
 
 /** Body of a golden frame as one segment. */
 struct codec_iov golden_body(const struct golden *g);

@@ -69,3 +69,11 @@ Test(codec, api_versions_unsupported_version_reply_uses_v0_layout)
 	}
 	golden_free(&g);
 }
+
+Test(codec, api_versions_captured_frames_roundtrip)
+{
+	check_golden_in(&api_versions_req, "kcat", 3);
+	check_golden_in(&api_versions_resp, "kcat", 3);
+	check_golden_in(&api_versions_req, "java", 4);
+	check_golden_in(&api_versions_resp, "java", 4);
+}

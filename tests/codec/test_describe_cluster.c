@@ -29,3 +29,8 @@ Test(codec, describe_cluster_response_fields)
 	codec_describe_cluster_response_free(&m);
 	golden_free(&g);
 }
+
+Test(codec, describe_cluster_captured_frames_roundtrip)
+{
+	check_golden_in(&describe_cluster_resp, "java", 2);
+}

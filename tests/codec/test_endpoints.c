@@ -314,3 +314,36 @@ Test(codec, endpoints_truncated_prefixes_fail_cleanly)
 		golden_free(&g);
 	}
 }
+
+static int to_sg(void *ctx, int32_t node_id, const char *host, int32_t port, const char **out_host,
+		 int32_t *out_port)
+{
+	*out_host = "syncgate.example";
+	*out_port = 29092;
+	return 0;
+}
+
+Test(codec, endpoints_captured_frames)
+{
+	static const struct {
+		const char *name;
+		int16_t key, v;
+	} cases[] = {{"kcat/metadata_resp_v4", 3, 4}, {"java/metadata_resp_v13", 3, 13},
+		     {"java/find_coordinator_resp_v6", 10, 6}, {"java/describe_cluster_resp_v2", 60, 2}};
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct golden g;
+		golden_load(&g, cases[c].name, false, cases[c].key, cases[c].v);
+		struct codec_iov body = golden_body(&g);
+		struct codec_splice s;
+		cr_assert_eq(codec_response_rewrite_endpoints(cases[c].key, cases[c].v, &body, 1, to_sg, NULL, &s),
+			     CODEC_OK, "%s", cases[c].name);
+		cr_assert(s.changed, "%s", cases[c].name);
+		size_t len;
+		uint8_t *p = apply(&body, &s, &len);
+		cr_assert_not_null(memmem(p, len, "syncgate.example", 16));
+		cr_assert_null(memmem(p, len, "127.0.0.1", 9), "%s: no broker address left", cases[c].name);
+		free(p);
+		codec_buf_free(&s.ins);
+		golden_free(&g);
+	}
+}

@@ -67,3 +67,9 @@ Test(codec, fetch_response_scan_positions_point_at_offsets)
 		golden_free(&g);
 	}
 }
+
+Test(codec, fetch_captured_frames_scan)
+{
+	check_golden_in(&fetch_resp, "kcat", 11);
+	check_golden_in(&fetch_resp, "java", 18);
+}

@@ -37,3 +37,8 @@ Test(codec, find_coordinator_response_single_and_batched_forms)
 	codec_find_coordinator_response_free(&m);
 	golden_free(&g);
 }
+
+Test(codec, find_coordinator_captured_frames_roundtrip)
+{
+	check_golden_in(&find_coordinator_resp, "java", 6);
+}

@@ -44,3 +44,11 @@ Test(codec, list_offsets_fields)
 	codec_list_offsets_response_free(&r);
 	golden_free(&g);
 }
+
+Test(codec, list_offsets_captured_frames_roundtrip)
+{
+	check_golden_in(&list_offsets_req, "kcat", 2);
+	check_golden_in(&list_offsets_resp, "kcat", 2);
+	check_golden_in(&list_offsets_req, "java", 11);
+	check_golden_in(&list_offsets_resp, "java", 11);
+}

@@ -56,3 +56,9 @@ Test(codec, metadata_response_unsupported_version)
 	struct codec_iov none = {NULL, 0};
 	cr_assert_eq(codec_metadata_response_decode(&none, 1, 14, &m), CODEC_ERR_UNSUPPORTED);
 }
+
+Test(codec, metadata_captured_frames_roundtrip)
+{
+	check_golden_in(&metadata_resp, "kcat", 4);
+	check_golden_in(&metadata_resp, "java", 13);
+}

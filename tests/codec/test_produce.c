@@ -233,3 +233,11 @@ Test(codec, produce_partition_fail_null_message_clears_it)
 	cr_assert_eq(codec_produce_partition_fail(&p, 20, NULL), 0);
 	cr_assert_null(p.error_message);
 }
+
+Test(codec, produce_captured_frames_roundtrip)
+{
+	check_golden_in(&produce_req, "kcat", 7);
+	check_golden_in(&produce_resp, "kcat", 7);
+	check_golden_in(&produce_req, "java", 13);
+	check_golden_in(&produce_resp, "java", 13);
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Seed corpus for the codec fuzz targets from tests/codec/golden/*.hex.
+"""Seed corpus for the codec fuzz targets from tests/codec/golden/**/*.hex.
 
 Input layout (tests/fuzz/fuzz.h): byte 0 selects the version (vmin + b0 %
 range), byte 1 the segment cut, then the body (frame minus size prefix and
@@ -55,9 +55,9 @@ def body_of(frame, request, api, version):
 
 
 def main():
-    for f in sorted(GOLDEN.glob("*.hex")):
-        name = f.stem
-        prefix, _, v = name.rpartition("_v")
+    for f in sorted(GOLDEN.rglob("*.hex")):
+        name = str(f.relative_to(GOLDEN).with_suffix("")).replace("/", "_")
+        prefix, _, v = f.stem.rpartition("_v")
         v = int(v)
         frame = bytes.fromhex("".join(f.read_text().split()))
         for target, (gp, request, api, vmin) in TARGETS.items():
