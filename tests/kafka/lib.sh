@@ -48,14 +48,51 @@ sg_kafka_libs() {
 }
 
 # sg_free_ports N: print N distinct free loopback TCP ports (space separated).
+# Ports come from 20000-32767, below Linux's ephemeral range (32768-60999), so
+# a client's outgoing connection cannot grab one before Kafka binds it; an
+# flock'd ledger of recently handed-out ports (10 min) keeps clusters started
+# at the same time, from any run dir, apart.
 sg_free_ports() {
-  "$SG_PY" - "$1" <<'EOF'
-import socket, sys
-socks = []
-for _ in range(int(sys.argv[1])):
-    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
-print(" ".join(str(s.getsockname()[1]) for s in socks))
-EOF
+  mkdir -p "$SG_STATE_HOME"
+  "$SG_PY" - "$1" "$SG_STATE_HOME/ports.ledger" <<'PYEOF'
+import fcntl, random, socket, sys, time
+n, ledger = int(sys.argv[1]), sys.argv[2]
+with open(ledger, "a+") as f:
+    fcntl.flock(f, fcntl.LOCK_EX)
+    f.seek(0)
+    now = time.time()
+    recent = {}
+    for line in f:
+        try:
+            port, ts = line.split()
+            if now - float(ts) < 600:
+                recent[int(port)] = float(ts)
+        except ValueError:
+            pass
+    got = []
+    for _ in range(5000):
+        if len(got) == n:
+            break
+        port = random.randrange(20000, 32768)
+        if port in recent or port in got:
+            continue
+        s = socket.socket()
+        try:
+            s.bind(("127.0.0.1", port))
+            got.append(port)
+        except OSError:
+            pass
+        finally:
+            s.close()
+    if len(got) < n:
+        sys.exit("sg_free_ports: no free ports")
+    for p in got:
+        recent[p] = now
+    f.seek(0)
+    f.truncate()
+    f.writelines(f"{p} {ts}\n" for p, ts in recent.items())
+print(" ".join(map(str, got)))
+PYEOF
 }
 
 # sg_alive PIDFILE: true when the pid in PIDFILE runs and still is our process.
