@@ -1,23 +1,49 @@
 /*
  * The admin HTTP listener (admin.listen, default 127.0.0.1:9464), through
- * libevent's evhttp: GET /metrics (Prometheus text format 0.0.4), GET
- * /healthz (the process is alive and its loop turns), GET /readyz (ready to
- * serve: listening and not shutting down), GET /v1/mirrors[?mirror=M&topic=T]
- * (desired/effective mirror type, lag and progress per partition, JSON).
- * Loop thread.
+ * libevent's evhttp:
+ *   GET /metrics   Prometheus text format 0.0.4
+ *   GET /healthz   200 "ok" whenever the loop turns (it answers from the loop)
+ *   GET /readyz    200 "ready" only when syncgate listens, is not shutting
+ *                  down, its upstream broker is reachable and every mirror has
+ *                  sent its first progress report; else 503, one line per
+ *                  missing condition
+ *   GET /v1/mirrors[?mirror=M&topic=T]  desired/effective mirror type, lag and
+ *                  progress per partition, JSON
+ * Upstream reachability comes from a probe: a TCP connect to upstream.broker
+ * every PROBE_INTERVAL_MS (timeout upstream.connect_timeout_ms), so that it
+ * holds with no client connected; the result is also the gauge
+ * syncgate_upstream_up, and changes are logged. Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
 
+#include <event2/dns.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <jansson.h>
 
 #include "proxy/proxy.h"
+
+#define PROBE_INTERVAL_MS 1000
+
+/** What the last upstream probe found. */
+enum admin_upstream {
+	ADMIN_UPSTREAM_UNKNOWN, /* no probe finished yet */
+	ADMIN_UPSTREAM_UP,      /* the last connect succeeded */
+	ADMIN_UPSTREAM_DOWN,    /* the last connect failed or timed out */
+};
 
 struct proxy_admin {
 	struct evhttp *http;
 	struct proxy_server *srv;
 	struct mirror_gate *gate;
+	struct event *probe_timer;     /* next upstream probe */
+	struct bufferevent *probe;     /* connect in progress, NULL between probes */
+	enum admin_upstream upstream;
+	char upstream_why[160];        /* DOWN: why the last connect failed */
+	char **reported;               /* mirrors that sent a first progress report (latched) */
+	size_t nreported;
+	struct metric *m_up;
 };
 
 static void reply_text(struct evhttp_request *req, int code, const char *reason,
@@ -50,14 +76,148 @@ static void healthz_cb(struct evhttp_request *req, void *arg)
 	reply_text(req, 200, "OK", "text/plain", "ok\n");
 }
 
+static void probe_schedule(struct proxy_admin *a, int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	evtimer_add(a->probe_timer, &tv);
+}
+
+/* Record a probe's result (`why` NULL: reachable) and schedule the next one. */
+static void probe_done(struct proxy_admin *a, const char *why)
+{
+	const struct conf_addr *up = &a->srv->conf->upstream_broker;
+	bufferevent_free(a->probe);
+	a->probe = NULL;
+	if (!why) {
+		if (a->upstream != ADMIN_UPSTREAM_UP)
+			LOG_I("upstream_reachable", "upstream=%s:%d", up->host, up->port);
+		a->upstream = ADMIN_UPSTREAM_UP;
+	} else {
+		if (a->upstream != ADMIN_UPSTREAM_DOWN)
+			LOG_W("upstream_unreachable", "upstream=%s:%d reason=\"%s\"", up->host, up->port, why);
+		a->upstream = ADMIN_UPSTREAM_DOWN;
+		snprintf(a->upstream_why, sizeof(a->upstream_why), "%s", why);
+	}
+	metric_set(a->m_up, a->upstream == ADMIN_UPSTREAM_UP);
+	probe_schedule(a, PROBE_INTERVAL_MS);
+}
+
+static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
+{
+	struct proxy_admin *a = arg;
+	char why[160];
+	if (what & BEV_EVENT_CONNECTED) {
+		probe_done(a, NULL);
+	} else if (what & BEV_EVENT_TIMEOUT) {
+		snprintf(why, sizeof(why), "connect timed out after %d ms",
+			 a->srv->conf->upstream_connect_timeout_ms);
+		probe_done(a, why);
+	} else {
+		int dns = bufferevent_socket_get_dns_error(bev);
+		snprintf(why, sizeof(why), "%s", dns ? evutil_gai_strerror(dns)
+					       : evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		probe_done(a, why);
+	}
+}
+
+static void probe_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_admin *a = arg;
+	const struct conf *cf = a->srv->conf;
+	a->probe = bufferevent_socket_new(a->srv->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (!a->probe) {
+		probe_schedule(a, PROBE_INTERVAL_MS);
+		return;
+	}
+	int ms = cf->upstream_connect_timeout_ms;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	bufferevent_setcb(a->probe, NULL, NULL, probe_event_cb, a);
+	bufferevent_set_timeouts(a->probe, NULL, &tv);
+	/* may call probe_event_cb before returning (e.g. a refused loopback connect) */
+	if (bufferevent_socket_connect_hostname(a->probe, a->srv->dns, AF_UNSPEC, cf->upstream_broker.host,
+						cf->upstream_broker.port) < 0 && a->probe)
+		probe_done(a, "cannot start a connect");
+}
+
+static bool mirror_reported(const struct proxy_admin *a, const char *name)
+{
+	for (size_t i = 0; i < a->nreported; i++)
+		if (!strcmp(a->reported[i], name))
+			return true;
+	return false;
+}
+
+/*
+ * Whether mirror `name` has sent a progress report (any partition with a
+ * known progress, ISR or MinISR), from the gate's description; latched in
+ * a->reported once true. Sets `why` to the last failure reason seen, if any.
+ */
+static bool mirror_check_reported(struct proxy_admin *a, const char *name, char *why, size_t n)
+{
+	if (mirror_reported(a, name))
+		return true;
+	why[0] = 0;
+	char *text = mirror_gate_describe_json(a->gate, name, NULL);
+	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
+	free(text);
+	bool seen = false;
+	json_t *m, *t, *p;
+	size_t i, j, k;
+	json_array_foreach(json_object_get(root, "mirrors"), i, m)
+		json_array_foreach(json_object_get(m, "topics"), j, t)
+			json_array_foreach(json_object_get(t, "partitions"), k, p) {
+				const char *r = json_string_value(json_object_get(p, "failing_reason"));
+				if (r && *r)
+					snprintf(why, n, "%s", r);
+				if (json_integer_value(json_object_get(p, "progress")) >= 0 ||
+				    json_integer_value(json_object_get(p, "isr")) >= 0 ||
+				    json_integer_value(json_object_get(p, "min_isr")) >= 0)
+					seen = true;
+			}
+	json_decref(root);
+	char *copy = seen ? strdup(name) : NULL;
+	char **v = copy ? realloc(a->reported, (a->nreported + 1) * sizeof(*v)) : NULL;
+	if (v) {
+		v[a->nreported++] = copy;
+		a->reported = v;
+	} else {
+		free(copy);
+	}
+	return seen;
+}
+
 static void readyz_cb(struct evhttp_request *req, void *arg)
 {
 	struct proxy_admin *a = arg;
-	if (a->srv->shutting_down) {
-		reply_text(req, 503, "Service Unavailable", "text/plain", "shutting down\n");
+	const struct conf *cf = a->srv->conf;
+	struct evbuffer *b = evbuffer_new();
+	if (!b) {
+		evhttp_send_error(req, 500, "out of memory");
 		return;
 	}
-	reply_text(req, 200, "OK", "text/plain", "ready\n");
+	if (a->srv->shutting_down)
+		evbuffer_add_printf(b, "not ready: shutting down\n");
+	if (TAILQ_EMPTY(&a->srv->listeners))
+		evbuffer_add_printf(b, "not ready: not listening\n");
+	if (a->upstream == ADMIN_UPSTREAM_UNKNOWN)
+		evbuffer_add_printf(b, "not ready: upstream %s:%d not checked yet\n",
+				    cf->upstream_broker.host, cf->upstream_broker.port);
+	else if (a->upstream == ADMIN_UPSTREAM_DOWN)
+		evbuffer_add_printf(b, "not ready: upstream %s:%d unreachable: %s\n",
+				    cf->upstream_broker.host, cf->upstream_broker.port, a->upstream_why);
+	for (size_t i = 0; i < cf->nmirrors; i++) {
+		char why[64];
+		if (mirror_check_reported(a, cf->mirrors[i].name, why, sizeof(why)))
+			continue;
+		evbuffer_add_printf(b, "not ready: mirror %s: no progress report yet%s%s\n",
+				    cf->mirrors[i].name, *why ? "; last failure: " : "", why);
+	}
+	bool ready = evbuffer_get_length(b) == 0;
+	if (ready)
+		evbuffer_add_printf(b, "ready\n");
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
+	evhttp_send_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", b);
+	evbuffer_free(b);
 }
 
 static void mirrors_cb(struct evhttp_request *req, void *arg)
@@ -91,6 +251,15 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 		return NULL;
 	a->srv = srv;
 	a->gate = gate;
+	a->m_up = metric_get(METRIC_GAUGE, "syncgate_upstream_up",
+			     "1 when the last probe connect to upstream.broker succeeded, else 0.",
+			     "", NULL, 0);
+	a->probe_timer = evtimer_new(base, probe_timer_cb, a);
+	if (!a->probe_timer) {
+		proxy_admin_free(a);
+		return NULL;
+	}
+	probe_schedule(a, 0);
 	a->http = evhttp_new(base);
 	if (!a->http ||
 	    evhttp_bind_socket(a->http, conf->admin_listen.host, (uint16_t)conf->admin_listen.port) < 0) {
@@ -114,5 +283,12 @@ void proxy_admin_free(struct proxy_admin *a)
 		return;
 	if (a->http)
 		evhttp_free(a->http);
+	if (a->probe_timer)
+		event_free(a->probe_timer);
+	if (a->probe)
+		bufferevent_free(a->probe);
+	for (size_t i = 0; i < a->nreported; i++)
+		free(a->reported[i]);
+	free(a->reported);
 	free(a);
 }

@@ -253,8 +253,14 @@ SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t);
 
 /* admin.c: /metrics, /healthz, /readyz and the admin API */
 struct proxy_admin;
+/**
+ * Listen on conf->admin_listen and start the upstream readiness probe.
+ * `srv` and `gate` are borrowed for the admin's life (the probe follows
+ * srv->conf across reloads). Returns NULL and logs why on failure. Loop thread.
+ */
 struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *conf,
 				    struct proxy_server *srv, struct mirror_gate *gate);
+/** Close the listener, stop the probe and free; NULL is fine. Loop thread. */
 void proxy_admin_free(struct proxy_admin *a);
 
 #endif
