@@ -37,7 +37,7 @@ static void bridge_cb(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_unlock(&b->mu);
 	while (m) {
 		struct mirror_msg *next = m->next;
-		mirror_gate_apply(b->g, m);
+		mirror_gate_apply(b->g, m); /* dispatches on m->kind */
 		free(m);
 		m = next;
 	}
@@ -83,6 +83,8 @@ void mirror_bridge_free(struct mirror_bridge *b)
 	free(b);
 }
 
+static int enqueue(struct mirror_bridge *b, struct mirror_msg *m);
+
 static char *copy_str(char **p, const char *s)
 {
 	if (!s)
@@ -98,17 +100,38 @@ int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct m
 {
 	size_t extra = (r->mirror ? strlen(r->mirror) + 1 : 0) + (r->topic ? strlen(r->topic) + 1 : 0) +
 		       (r->error ? strlen(r->error) + 1 : 0);
-	struct mirror_msg *m = malloc(sizeof(*m) + extra);
+	struct mirror_msg *m = calloc(1, sizeof(*m) + extra);
 	if (!m)
 		return -1;
-	m->next = NULL;
+	m->kind = MIRROR_MSG_REPORT;
 	m->link_id = link_id;
 	m->r = *r;
 	char *p = (char *)(m + 1);
 	m->r.mirror = copy_str(&p, r->mirror);
 	m->r.topic = copy_str(&p, r->topic);
 	m->r.error = copy_str(&p, r->error);
+	return enqueue(b, m);
+}
 
+int mirror_bridge_post_msg(struct mirror_bridge *b, enum mirror_msg_kind kind, int64_t offset, void *ptr,
+			   const void *data, size_t len)
+{
+	struct mirror_msg *m = calloc(1, sizeof(*m) + len + 1);
+	if (!m)
+		return -1;
+	m->kind = kind;
+	m->offset = offset;
+	m->ptr = ptr;
+	m->data = (char *)(m + 1);
+	if (len)
+		memcpy(m->data, data, len);
+	m->len = len;
+	return enqueue(b, m);
+}
+
+/* Append `m` (owned by the queue from now on) and wake the loop. */
+static int enqueue(struct mirror_bridge *b, struct mirror_msg *m)
+{
 	bool wake = false;
 	pthread_mutex_lock(&b->mu);
 	*b->tail = m;

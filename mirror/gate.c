@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mirror/internal.h"
 
@@ -63,13 +64,13 @@ static uint64_t hash_str(const char *s)
 
 static bool tstate_gating(const struct mirror_tstate *t)
 {
-	return t->effective == MIRROR_SYNC && !t->released;
+	return t->ls.effective == MIRROR_SYNC && !t->ls.released;
 }
 
 static void tstate_metrics(struct mirror_tstate *t)
 {
-	metric_set(t->m_desired, t->desired == MIRROR_SYNC);
-	metric_set(t->m_effective, t->effective == MIRROR_SYNC);
+	metric_set(t->m_desired, t->ls.desired == MIRROR_SYNC);
+	metric_set(t->m_effective, t->ls.effective == MIRROR_SYNC);
 }
 
 static int link_grow(struct mirror_link *l)
@@ -111,8 +112,9 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 		return NULL;
 	}
 	t->link = l;
-	t->desired = mirror_regex_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC;
-	t->effective = MIRROR_ASYNC;
+	/* The config gives the initial desired type; the state log's records
+	 * (all readers fold them from this same start) take over from here. */
+	t->ls = mirror_lstate_initial(mirror_regex_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC);
 	t->npart = -1;
 	t->m_desired = mirror_metric_mt(METRIC_GAUGE, "syncgate_mirror_topic_desired_type",
 					"KIP DesiredMirrorType per (mirror, topic): 1 SYNC, 0 ASYNC",
@@ -483,59 +485,107 @@ static void tstate_release_waiters(struct mirror_tstate *t)
 /* The only place the effective type changes (plus entry actions). */
 static void tstate_set_effective(struct mirror_tstate *t, enum mirror_type to, const char *why)
 {
-	if (t->effective == to)
+	if (t->ls.effective == to)
 		return;
 	LOG_I("mirror_topic_type_changed", "mirror=%s topic=%s from=%s to=%s reason=\"%s\"",
-	      t->link->name, t->topic, mirror_type_str(t->effective), mirror_type_str(to), why);
-	t->effective = to;
+	      t->link->name, t->topic, mirror_type_str(t->ls.effective), mirror_type_str(to), why);
+	t->ls.effective = to;
 	t->pending_logged = false;
 	if (to == MIRROR_ASYNC)
 		tstate_release_waiters(t);
 	tstate_metrics(t);
 }
 
+/* Config reload: sync_topics set the desired type only while the state log
+ * has no ALTER for (mirror, topic). */
 static void tstate_set_desired(struct mirror_tstate *t, enum mirror_type to)
 {
-	if (t->desired == to)
+	if (t->ls.desired == to || t->ls.desired_logged)
 		return;
-	t->desired = to;
+	t->ls.desired = to;
 	t->pending_logged = false;
 	if (to == MIRROR_ASYNC)
 		tstate_set_effective(t, MIRROR_ASYNC, "desired ASYNC (config)");
 	tstate_metrics(t);
 }
 
-/* KIP ASYNC→SYNC Promotion: lag zero on every partition of the topic, with
- * the source HW sampled before the destination progress. Never rejected,
- * only deferred. */
-static void tstate_check_promotion(struct mirror_tstate *t)
+int64_t mirror_tstate_lag(const struct mirror_tstate *t)
 {
-	if (t->desired != MIRROR_SYNC || t->effective == MIRROR_SYNC || t->released || t->npart <= 0)
-		return;
+	if (t->npart <= 0)
+		return -1;
 	int64_t lag = 0;
-	bool known = true;
 	for (int32_t p = 0; p < t->npart; p++) {
 		struct mirror_pstate *ps = p < t->nparts_alloc ? t->parts[p] : NULL;
-		if (!ps || ps->sampled_hw < 0 || ps->progress < 0) {
-			known = false;
-			continue;
-		}
+		if (!ps || ps->sampled_hw < 0 || ps->progress < 0 || ps->failing_since_ms >= 0)
+			return -1; /* unknown, or not current: never "lag zero" */
 		if (ps->sampled_hw > ps->progress)
 			lag += ps->sampled_hw - ps->progress;
 	}
-	if (known && lag == 0) {
-		tstate_set_effective(t, MIRROR_SYNC, "promoted: lag zero on every partition");
+	return lag;
+}
+
+/* KIP ASYNC→SYNC Promotion: lag zero on every partition of the topic, with
+ * the source HW sampled before the destination progress. Never rejected,
+ * only deferred. The decider (alone) writes REGISTER to the state log; the
+ * promotion takes effect when the record is read back (or at once without
+ * a state log). RecoveryPromotion = pendingRecoveryPromotion; after a
+ * rejection the next attempt waits mirror_lifecycle_backoff_ms(RetryAttempt). */
+static void tstate_check_promotion(struct mirror_tstate *t)
+{
+	struct mirror_gate *g = t->link->gate;
+	if (t->ls.desired != MIRROR_SYNC || t->ls.effective == MIRROR_SYNC || t->npart <= 0)
+		return;
+	int64_t lag = mirror_tstate_lag(t);
+	if (lag == 0) {
+		int64_t now = mirror_now_ms();
+		if (!g->decider || !g->state_ready || now < t->inflight_until_ms || now < t->next_attempt_ms)
+			return;
+		struct mirror_record r = {.kind = MIRROR_REC_REGISTER, .type = MIRROR_SYNC,
+					  .recovery = t->ls.recovery_pending, .based_on = t->ls.generation};
+		LOG_I("mirror_promotion_register", "mirror=%s topic=%s recovery=%s retry_attempt=%" PRId32
+		      " generation=%" PRId64, t->link->name, t->topic, r.recovery ? "true" : "false",
+		      t->ls.retry_attempt, t->ls.generation);
+		t->inflight_until_ms = now + 5000;
+		mirror_gate_append(g, t, &r);
 		return;
 	}
 	if (!t->pending_logged) {
 		t->pending_logged = true;
-		if (known)
+		if (lag > 0)
 			LOG_I("mirror_promotion_pending", "mirror=%s topic=%s lag=%" PRId64
 			      " reason=\"promotion pending lag drain\"", t->link->name, t->topic, lag);
 		else
 			LOG_I("mirror_promotion_pending", "mirror=%s topic=%s lag=unknown"
 			      " reason=\"waiting for progress of every partition\"", t->link->name, t->topic);
 	}
+}
+
+/* KIP per-partition failures: every partition of an effective-SYNC topic
+ * failing continuously for sync_topic_demote_timeout_ms → DEMOTE (decider). */
+static void tstate_check_demote(struct mirror_tstate *t, int64_t now)
+{
+	struct mirror_gate *g = t->link->gate;
+	if (t->ls.effective != MIRROR_SYNC || t->ls.released || t->npart <= 0 || t->nfailing < t->npart)
+		return;
+	if (!g->decider || !g->state_ready || now < t->inflight_until_ms)
+		return;
+	int64_t latest = -1;
+	for (int32_t p = 0; p < t->npart; p++) {
+		struct mirror_pstate *ps = p < t->nparts_alloc ? t->parts[p] : NULL;
+		if (!ps || ps->failing_since_ms < 0)
+			return;
+		if (ps->failing_since_ms > latest)
+			latest = ps->failing_since_ms;
+	}
+	int timeout = t->link->cm->sync_topic_demote_timeout_ms > 0 ? t->link->cm->sync_topic_demote_timeout_ms
+								       : 30000;
+	if (now - latest < timeout)
+		return;
+	LOG_W("mirror_demote_all_partitions_failing", "mirror=%s topic=%s partitions=%" PRId32
+	      " timeout_ms=%d generation=%" PRId64, t->link->name, t->topic, t->npart, timeout, t->ls.generation);
+	struct mirror_record r = {.kind = MIRROR_REC_DEMOTE, .type = MIRROR_ASYNC, .based_on = t->ls.generation};
+	t->inflight_until_ms = now + 5000;
+	mirror_gate_append(g, t, &r);
 }
 
 static void tstate_update_lag(struct mirror_tstate *t)
@@ -592,7 +642,38 @@ static void pstate_isr_metrics(struct mirror_link *l, struct mirror_tstate *t, i
 	metric_set(ps->m_min_isr, ps->min_isr);
 }
 
+static void apply_report(struct mirror_gate *g, const struct mirror_msg *m);
+
 void mirror_gate_apply(struct mirror_gate *g, const struct mirror_msg *m)
+{
+	switch (m->kind) {
+	case MIRROR_MSG_REPORT:
+		apply_report(g, m);
+		break;
+	case MIRROR_MSG_STATE_RECORD:
+		mirror_gate_apply_record(g, m->data, m->len, m->offset);
+		break;
+	case MIRROR_MSG_STATE_CAUGHT_UP:
+		if (!g->state_ready)
+			LOG_I("mirror_state_log_caught_up", "topic=%s", g->conf->state_topic ? g->conf->state_topic : "?");
+		g->state_ready = true;
+		metric_set(g->m_state_ready, 1);
+		mirror_gate_tick(g);
+		break;
+	case MIRROR_MSG_DECIDER:
+		if (g->decider != (m->offset != 0))
+			LOG_I("mirror_decider_changed", "decider=%s", m->offset ? "true" : "false");
+		g->decider = m->offset != 0;
+		metric_set(g->m_decider, g->decider);
+		mirror_gate_tick(g);
+		break;
+	case MIRROR_MSG_PROBE_DONE:
+		mirror_ops_probe_done(g, m->ptr);
+		break;
+	}
+}
+
+static void apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 {
 	const struct mirror_report *r = &m->r;
 	struct mirror_link *l = NULL;
@@ -675,6 +756,166 @@ int mirror_gate_inject_report(struct mirror_gate *g, const struct mirror_report 
 	return mirror_bridge_post(g->bridge, 0, r);
 }
 
+int mirror_gate_inject_record(struct mirror_gate *g, const char *json)
+{
+	return mirror_bridge_post_msg(g->bridge, MIRROR_MSG_STATE_RECORD, -1, NULL, json, strlen(json));
+}
+
+/* ------------------------------------------------------------------------ */
+/* State log records (KIP lifecycle; DESIGN.md §7)                          */
+/* ------------------------------------------------------------------------ */
+
+struct mirror_link *mirror_link_find(struct mirror_gate *g, const char *name)
+{
+	return link_find_name(g, name);
+}
+
+static void count_rejected(struct mirror_link *l, const char *topic, enum mirror_reject why)
+{
+	char m[160], t[300], labels[600];
+	mirror_label_escape(m, sizeof(m), l->name);
+	mirror_label_escape(t, sizeof(t), topic);
+	snprintf(labels, sizeof(labels), "mirror=\"%s\",topic=\"%s\",reason=\"%s\"", m, t, mirror_reject_str(why));
+	metric_add(metric_get(METRIC_COUNTER, "syncgate_sync_registration_rejected_total",
+			      "KIP SyncRegistrationRejected{reason}: promotions rejected and topic-wide demotes",
+			      labels, NULL, 0), 1);
+}
+
+/* Fold one record into (mirror, topic) on the loop thread: the pure rules
+ * of lifecycle.c, then the entry actions (waiters released under the async
+ * predicate on demotion, metrics, logs, admin calls answered). */
+static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r)
+{
+	struct mirror_link *l = t->link;
+	struct mirror_lstate before = t->ls, after = t->ls;
+	struct mirror_apply_out out;
+	mirror_lifecycle_apply(&after, r, &out);
+	enum mirror_type eff = after.effective;
+	after.effective = before.effective;
+	t->ls = after;
+	if (eff != before.effective) {
+		char why[160];
+		snprintf(why, sizeof(why), "state log %s%s%s", mirror_rec_kind_str(r->kind),
+			 r->kind == MIRROR_REC_REGISTER && r->recovery ? " (RecoveryPromotion)" : "",
+			 r->kind == MIRROR_REC_ALTER ? (r->type == MIRROR_SYNC ? " SYNC" : " ASYNC") : "");
+		tstate_set_effective(t, eff, why);
+	}
+	if ((r->kind == MIRROR_REC_RELEASE || r->kind == MIRROR_REC_DEMOTE) && out.changed) {
+		/* Recovery needs fresh evidence: lag zero from samples taken after
+		 * the release/demote (the destination was unreachable or failing;
+		 * its old samples must not re-promote at once). */
+		for (int32_t p = 0; p < t->nparts_alloc; p++)
+			if (t->parts[p])
+				t->parts[p]->sampled_hw = -1;
+	}
+	if (before.desired != after.desired) {
+		t->pending_logged = false;
+		if (after.desired == MIRROR_SYNC && l->worker) /* make the worker track it */
+			mirror_worker_demand(l->worker, t->topic, 0, -1, 0);
+	}
+	tstate_metrics(t);
+	if (out.count_rejected) {
+		count_rejected(l, t->topic, out.reject);
+		LOG_W("mirror_sync_registration_rejected", "mirror=%s topic=%s reason=%s retry_attempt=%" PRId32
+		      " recovery_pending=%s", l->name, t->topic, mirror_reject_str(out.reject), t->ls.retry_attempt,
+		      t->ls.recovery_pending ? "true" : "false");
+	} else if (out.reject != MIRROR_REJ_NONE) {
+		LOG_I("mirror_state_record_rejected", "mirror=%s topic=%s op=%s reason=%s", l->name, t->topic,
+		      mirror_rec_kind_str(r->kind), mirror_reject_str(out.reject));
+	}
+	if (out.changed)
+		LOG_I("mirror_state_applied", "mirror=%s topic=%s op=%s desired=%s effective=%s released=%s"
+		      " recovery_pending=%s retry_attempt=%" PRId32 " generation=%" PRId64, l->name, t->topic,
+		      mirror_rec_kind_str(r->kind), mirror_type_str(t->ls.desired), mirror_type_str(t->ls.effective),
+		      t->ls.released ? "true" : "false", t->ls.recovery_pending ? "true" : "false",
+		      t->ls.retry_attempt, t->ls.generation);
+	/* decider bookkeeping: our conditional record is no longer in flight */
+	if (r->kind == MIRROR_REC_REGISTER || r->kind == MIRROR_REC_DEMOTE) {
+		int64_t now = mirror_now_ms();
+		t->inflight_until_ms = 0;
+		t->next_attempt_ms = now + mirror_lifecycle_backoff_ms(t->ls.retry_attempt);
+	}
+	mirror_ops_record_applied(g, t, r, &before, &out);
+	if (t->ls.desired == MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
+		tstate_check_promotion(t);
+}
+
+void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t len, int64_t offset)
+{
+	char mirror[256], topic[512];
+	struct mirror_record r;
+	if (mirror_record_from_json(data, len, mirror, sizeof(mirror), topic, sizeof(topic), &r) != 0) {
+		LOG_W("mirror_state_record_malformed", "offset=%" PRId64 " reason=\"skipped by every reader\"", offset);
+		return;
+	}
+	struct mirror_link *l = link_find_name(g, mirror);
+	if (!l) {
+		LOG_D("mirror_state_record_skipped", "offset=%" PRId64 " mirror=%s reason=\"mirror not configured\"",
+		      offset, mirror);
+		return;
+	}
+	struct mirror_tstate *t = mirror_tstate_get(l, topic, true);
+	if (!t)
+		return;
+	apply_one(g, t, &r);
+	mirror_ops_state_changed(g);
+	schedule_done(g);
+}
+
+uint64_t mirror_gate_append(struct mirror_gate *g, struct mirror_tstate *t, struct mirror_record *r)
+{
+	r->origin = g->origin;
+	r->seq = ++g->seq;
+	if (!g->log) {
+		/* No state log (tests, MIRROR_GATE_NO_WORKERS): this gate is the
+		 * only reader; apply in append order at once. */
+		apply_one(g, t, r);
+		mirror_ops_state_changed(g);
+		schedule_done(g);
+		return r->seq;
+	}
+	char key[800];
+	snprintf(key, sizeof(key), "%s/%s", t->link->name, t->topic);
+	char *v = mirror_record_to_json(t->link->name, t->topic, r);
+	if (!v || mirror_statelog_append(g->log, key, v) != 0)
+		LOG_E("mirror_state_append_failed", "mirror=%s topic=%s op=%s", t->link->name, t->topic,
+		      mirror_rec_kind_str(r->kind));
+	free(v);
+	return r->seq;
+}
+
+void mirror_gate_tick(struct mirror_gate *g)
+{
+	int64_t now = mirror_now_ms();
+	for (size_t i = 0; i < g->nlinks; i++) {
+		struct mirror_link *l = g->links[i];
+		for (size_t b = 0; b < l->nbuckets; b++)
+			for (struct mirror_tstate *t = l->buckets[b]; t; t = t->next) {
+				tstate_check_promotion(t);
+				tstate_check_demote(t, now);
+			}
+	}
+	mirror_ops_state_changed(g);
+	schedule_done(g);
+}
+
+static void tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mirror_gate *g = arg;
+	mirror_gate_tick(g);
+	mirror_gate_flush_done(g);
+}
+
+bool mirror_gate_state_ready(struct mirror_gate *g)
+{
+	return g->state_ready;
+}
+
+bool mirror_gate_is_decider(struct mirror_gate *g)
+{
+	return g->decider;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Lifecycle of the gate and of its links                                   */
 /* ------------------------------------------------------------------------ */
@@ -686,6 +927,7 @@ static struct mirror_link *link_new(struct mirror_gate *g, const struct conf_mir
 		free(l);
 		return NULL;
 	}
+	l->gate = g;
 	l->cm = cm;
 	l->id = ++g->next_id;
 	if (mirror_regex_compile(cm, &l->re, &l->nre) != 0) {
@@ -757,10 +999,35 @@ struct mirror_gate *mirror_gate_new_ex(struct event_base *base, const struct con
 		g->m_outcome[o] = metric_get(METRIC_COUNTER, "syncgate_gate_partition_outcomes_total",
 					     "Held Produce partitions by how the gate resolved them", labels, NULL, 0);
 	}
+	g->m_decider = metric_get(METRIC_GAUGE, "syncgate_state_decider",
+				  "1 when this sidecar takes automatic lifecycle decisions (holds the state partition)",
+				  "", NULL, 0);
+	g->m_state_ready = metric_get(METRIC_GAUGE, "syncgate_state_log_ready",
+				      "1 once the state log was read up to its high watermark at boot", "", NULL, 0);
+	{
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		g->origin = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16) ^
+			    (uint64_t)(uintptr_t)g;
+	}
 	g->bridge = mirror_bridge_new(g);
 	g->done_ev = event_new(base, -1, 0, done_cb, g);
-	if (!g->bridge || !g->done_ev)
+	g->tick_ev = event_new(base, -1, EV_PERSIST, tick_cb, g);
+	if (!g->bridge || !g->done_ev || !g->tick_ev)
 		goto fail;
+	{
+		struct timeval tv = {0, 250000};
+		event_add(g->tick_ev, &tv);
+	}
+	if ((flags & MIRROR_GATE_NO_WORKERS) || !conf->state_topic) {
+		/* No state log (unit tests; a loaded config always names one):
+		 * this gate decides and applies its own records at once. */
+		g->state_ready = g->decider = true;
+	} else if (!(g->log = mirror_statelog_start(conf, g->bridge))) {
+		goto fail;
+	}
+	metric_set(g->m_decider, g->decider);
+	metric_set(g->m_state_ready, g->state_ready);
 	if (conf->nmirrors) {
 		g->links = calloc(conf->nmirrors, sizeof(*g->links));
 		if (!g->links)
@@ -790,6 +1057,9 @@ void mirror_gate_free(struct mirror_gate *g)
 {
 	if (!g)
 		return;
+	mirror_statelog_stop(g->log); /* before the bridge it posts to */
+	g->log = NULL;
+	mirror_ops_free_all(g);       /* joins probe threads (they post to the bridge) */
 	/* Pending waits are freed without callback; detach them first. */
 	while (g->waits)
 		mirror_wait_cancel(g->waits);
@@ -800,6 +1070,8 @@ void mirror_gate_free(struct mirror_gate *g)
 	free(g->links);
 	if (g->done_ev)
 		event_free(g->done_ev);
+	if (g->tick_ev)
+		event_free(g->tick_ev);
 	mirror_bridge_free(g->bridge);
 	free(g);
 }
@@ -948,9 +1220,11 @@ static void topic_info(struct mirror_link *l, const char *topic, const struct mi
 		       struct mirror_topic_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->desired = t ? t->desired : mirror_regex_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC;
-	out->effective = t ? t->effective : MIRROR_ASYNC;
-	out->released = t && t->released;
+	out->desired = t ? t->ls.desired : mirror_regex_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC;
+	out->effective = t ? t->ls.effective : MIRROR_ASYNC;
+	out->released = t && t->ls.released;
+	out->recovery_pending = t && t->ls.recovery_pending;
+	out->retry_attempt = t ? t->ls.retry_attempt : 0;
 	out->npartitions = t ? t->npart : -1;
 	out->lag = -1;
 	if (!t)
@@ -1008,6 +1282,8 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
 {
 	json_t *root = json_object(), *mirrors = json_array();
 	json_object_set_new(root, "mirrors", mirrors);
+	json_object_set_new(root, "state_ready", json_boolean(g->state_ready));
+	json_object_set_new(root, "decider", json_boolean(g->decider));
 	for (size_t i = 0; i < g->nlinks; i++) {
 		struct mirror_link *l = g->links[i];
 		if (mirror && strcmp(mirror, l->name) != 0)
@@ -1029,10 +1305,15 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
 				json_object_set_new(jt, "topic", json_string(t->topic));
 				json_object_set_new(jt, "destination_topic", dst ? json_string(dst) : json_null());
 				free(dst);
-				json_object_set_new(jt, "desired", json_string(mirror_type_str(t->desired)));
-				json_object_set_new(jt, "effective", json_string(mirror_type_str(t->effective)));
-				json_object_set_new(jt, "released", json_boolean(t->released));
-				json_object_set_new(jt, "recovery_pending", json_boolean(t->recovery_pending));
+				json_object_set_new(jt, "desired", json_string(mirror_type_str(t->ls.desired)));
+				json_object_set_new(jt, "effective", json_string(mirror_type_str(t->ls.effective)));
+				json_object_set_new(jt, "released", json_boolean(t->ls.released));
+				json_object_set_new(jt, "recovery_pending", json_boolean(t->ls.recovery_pending));
+				json_object_set_new(jt, "retry_attempt", json_integer(t->ls.retry_attempt));
+				json_object_set_new(jt, "generation", json_integer(t->ls.generation));
+				if (t->ls.released)
+					json_object_set_new(jt, "annotation",
+							    json_string("released by source - recovery in flight"));
 				json_object_set_new(jt, "lag", ti.lag >= 0 ? json_integer(ti.lag) : json_null());
 				json_object_set_new(jt, "failing_partitions", json_integer(t->nfailing));
 				json_object_set_new(jt, "partitions", parts);

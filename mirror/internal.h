@@ -8,7 +8,9 @@
  *     │    │    └─ parts[]: struct mirror_pstate per (mirror, topic, partition)
  *     │    │         └─ heap of struct mirror_ref (waiters, min offset first)
  *     │    └─ worker: struct mirror_worker  (its own thread; see worker.c)
- *     ├─ bridge: struct mirror_bridge       worker → loop report queue (pipe)
+ *     ├─ bridge: struct mirror_bridge       worker/state log → loop queue (pipe)
+ *     ├─ log: struct mirror_statelog        state log thread (NULL: local, tests)
+ *     ├─ ops: struct mirror_op              admin calls waiting for their records
  *     └─ waits: struct mirror_wait          held responses; refs point into ps heaps
  */
 #ifndef SYNCGATE_MIRROR_INTERNAL_H
@@ -21,6 +23,7 @@
 #include <event2/event_struct.h>
 
 #include "conf/conf.h"
+#include "mirror/lifecycle.h"
 #include "mirror/mirror.h"
 
 #define MIRROR_NO_HEAP UINT32_MAX
@@ -58,11 +61,11 @@ struct mirror_pstate {
 struct mirror_tstate {
 	char *topic;
 	struct mirror_link *link;
-	enum mirror_type desired;   /* from sync_topics (state log later) */
-	enum mirror_type effective; /* starts ASYNC, promoted at lag zero */
-	bool released;              /* sticky Released marker (issue 6), never set yet */
-	bool recovery_pending;      /* pendingRecoveryPromotion (issue 6) */
-	int retry_attempt;          /* promotion backoff (issue 6) */
+	struct mirror_lstate ls;    /* desired/effective/released/recovery/RetryAttempt:
+				     * changed only by state-log records (lifecycle.c),
+				     * effective only through tstate_set_effective() */
+	int64_t inflight_until_ms;  /* decider: a REGISTER/DEMOTE of ours is in the log until then */
+	int64_t next_attempt_ms;    /* decider: RetryAttempt backoff, no REGISTER before */
 	bool pending_logged;        /* "promotion pending lag drain" logged once */
 	int32_t npart;              /* source partition count, -1 unknown */
 	struct mirror_pstate **parts; /* by partition; individually allocated (refs point at them) */
@@ -75,6 +78,7 @@ struct mirror_tstate {
 
 /* One configured mirror, loop-thread side. */
 struct mirror_link {
+	struct mirror_gate *gate;   /* owner */
 	char *name;
 	uint64_t id;                /* unique per worker instance: stale reports are dropped */
 	const struct conf_mirror *cm; /* borrowed from g->conf */
@@ -120,14 +124,42 @@ struct mirror_gate {
 	size_t held;
 	struct metric *m_held;
 	struct metric *m_outcome[MIRROR_OUTCOME_COUNT];
+	/* lifecycle (issue 6) */
+	struct mirror_statelog *log; /* NULL: records apply locally at once (no workers) */
+	bool state_ready;           /* the state log was read up to its boot HW */
+	bool decider;               /* this sidecar takes automatic decisions */
+	uint64_t origin;            /* this instance, in the records it writes */
+	uint64_t seq;               /* last record sequence number used */
+	struct event *tick_ev;      /* periodic: promotions after backoff, demote timeouts */
+	struct mirror_op *ops;      /* admin calls not answered yet */
+	struct mirror_probe *probes; /* compat probes running (threads joined at free) */
+	struct metric *m_decider, *m_state_ready;
+};
+
+/* What a bridge message carries. */
+enum mirror_msg_kind {
+	MIRROR_MSG_REPORT,          /* r: a destination progress report */
+	MIRROR_MSG_STATE_RECORD,    /* data/len: a state-log record value, offset */
+	MIRROR_MSG_STATE_CAUGHT_UP, /* the state log was read up to its boot high watermark */
+	MIRROR_MSG_DECIDER,         /* offset: 1 this sidecar decides now, 0 it no longer does */
+	MIRROR_MSG_PROBE_DONE,      /* ptr: a struct mirror_probe finished (compat probe) */
 };
 
 /* Message from a worker (or inject) to the loop; strings follow the struct. */
 struct mirror_msg {
 	struct mirror_msg *next;
+	enum mirror_msg_kind kind;
 	uint64_t link_id;           /* 0: find the link by r.mirror */
-	struct mirror_report r;     /* strings point into this allocation */
+	struct mirror_report r;     /* REPORT: strings point into this allocation */
+	int64_t offset;             /* STATE_RECORD: log offset; DECIDER: 1/0 */
+	void *ptr;                  /* PROBE_DONE */
+	char *data;                 /* STATE_RECORD: value, NUL-terminated, in this allocation */
+	size_t len;
 };
+
+struct mirror_statelog;
+struct mirror_op;
+struct mirror_probe;
 
 /* gate.c */
 void mirror_gate_apply(struct mirror_gate *g, const struct mirror_msg *m);
@@ -148,6 +180,31 @@ struct mirror_bridge *mirror_bridge_new(struct mirror_gate *g);
 void mirror_bridge_free(struct mirror_bridge *b);
 /* Any thread. Copies; returns -1 on ENOMEM. */
 int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct mirror_report *r);
+/* Any thread. A non-report message; copies `data` (len bytes). -1 on ENOMEM. */
+int mirror_bridge_post_msg(struct mirror_bridge *b, enum mirror_msg_kind kind, int64_t offset, void *ptr,
+			   const void *data, size_t len);
+
+/* statelog.c: the state log on the source cluster (see statelog.c). */
+struct mirror_statelog *mirror_statelog_start(const struct conf *conf, struct mirror_bridge *b);
+/* Stop the thread (leaves the decider group), destroy the clients. Loop thread. */
+void mirror_statelog_stop(struct mirror_statelog *s);
+/* Append one record (key "mirror/topic"); non-blocking. Loop thread. 0 or -1. */
+int mirror_statelog_append(struct mirror_statelog *s, const char *key, const char *value);
+
+/* lifecycle side of gate.c (ops.c uses them) */
+void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t len, int64_t offset);
+void mirror_gate_tick(struct mirror_gate *g);
+struct mirror_link *mirror_link_find(struct mirror_gate *g, const char *name);
+int64_t mirror_tstate_lag(const struct mirror_tstate *t); /* -1 unknown */
+/* Write (or, without a state log, apply at once) one record; returns its seq. */
+uint64_t mirror_gate_append(struct mirror_gate *g, struct mirror_tstate *t, struct mirror_record *r);
+
+/* ops.c: admin calls waiting for their records; compat probes */
+void mirror_ops_record_applied(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
+			       const struct mirror_lstate *before, const struct mirror_apply_out *out);
+void mirror_ops_state_changed(struct mirror_gate *g);
+void mirror_ops_probe_done(struct mirror_gate *g, struct mirror_probe *p);
+void mirror_ops_free_all(struct mirror_gate *g);
 
 /* topics.c */
 int mirror_regex_compile(const struct conf_mirror *cm, regex_t **out, size_t *nout);
@@ -157,6 +214,12 @@ bool mirror_regex_match(const regex_t *re, size_t n, const char *topic);
 /* worker.c */
 struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct conf_mirror *cm,
 					  uint64_t link_id, struct mirror_bridge *b);
+/* librdkafka configs for the source (upstream.broker, upstream.tls) and a
+ * mirror's destination; `producer` leaves consumer-only properties out. */
+struct rd_kafka_conf_s;
+struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
+					   bool producer);
+struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
 /* Stop the thread, destroy its clients. Blocks until the thread ends (≤ ~1 s). */
 void mirror_worker_stop(struct mirror_worker *w);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable

@@ -154,7 +154,9 @@ int mirror_gate_inject_report(struct mirror_gate *g, const struct mirror_report 
 struct mirror_topic_info {
 	enum mirror_type desired;   /* SYNC when the topic matches sync_topics */
 	enum mirror_type effective; /* SYNC once promoted at lag zero */
-	bool released;              /* KIP sticky Released marker (lifecycle issue; false for now) */
+	bool released;              /* KIP sticky Released marker */
+	bool recovery_pending;      /* KIP pendingRecoveryPromotion */
+	int32_t retry_attempt;      /* KIP RetryAttempt: rejected promotions in a row */
 	int32_t npartitions;        /* source partition count, -1 unknown */
 	int64_t lag;                /* Σ partitions (source HW − progress), -1 if any unknown */
 	int32_t failing_partitions; /* partitions whose last progress attempt failed */
@@ -199,5 +201,68 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
  * malloc'd; NULL on ENOMEM. Any thread.
  */
 char *mirror_destination_topic(const char *pattern, const char *source_topic);
+
+/* ------------------------------------------------------------------------ */
+/* Lifecycle and the state log (issue 6; KIP "Registering Sync Replica",     */
+/* "Unregistering", "Source-Side Release", "Recovery", "ASYNC→SYNC           */
+/* Promotion", "Command-Line Tool")                                         */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * True once the state log (conf state.topic on the source cluster) was read
+ * up to the high watermark it had at boot, so this sidecar's mirror types
+ * are the cluster's. Always true without workers (MIRROR_GATE_NO_WORKERS).
+ * For /readyz. Loop thread.
+ */
+bool mirror_gate_state_ready(struct mirror_gate *g);
+
+/** True while this sidecar holds the state partition in the decider group
+ * and so writes promotions (REGISTER) and timeout demotions. Loop thread. */
+bool mirror_gate_is_decider(struct mirror_gate *g);
+
+/**
+ * Answer of an admin call, on the loop thread, exactly once (never from
+ * inside the call that started it; never after mirror_op_cancel()).
+ * `status` is an HTTP status; `body` a JSON document, borrowed for the call:
+ * 200 {"topics":[{"topic","result","message"}],"warning"?} with result
+ * PROMOTED | PENDING_LAG | DEMOTED | RELEASED | UNCHANGED | REJECTED, or
+ * 4xx/5xx {"error": "..."}.
+ */
+typedef void (*mirror_op_cb)(void *arg, int status, const char *body);
+struct mirror_op;
+
+/**
+ * --add/--alter: append ALTER{type} for (mirror, topic) to the state log and
+ * answer once this sidecar has applied it (bounded, 10 s → 504). Before a
+ * SYNC request, a compatibility probe of the destination runs on its own
+ * thread: reachable but unable to serve the gate (topic missing, partition
+ * count differs, mm2 offset-syncs topic missing) → 409 and nothing is
+ * written; unreachable → proceeds with a "warning". SYNC answers PROMOTED
+ * when effective SYNC follows within 5 s (lag was zero), else PENDING_LAG.
+ * Errors: 404 unknown mirror, 400 bad topic, 503 state log not read yet.
+ * Returns a handle for mirror_op_cancel(), NULL on ENOMEM. Loop thread.
+ */
+struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, const char *topic,
+				    enum mirror_type type, bool add, mirror_op_cb cb, void *arg);
+
+/**
+ * --release-sync: append RELEASE for every topic of `mirror` that is desired
+ * or effective SYNC and whose name matches `topics_regex` (anchored POSIX
+ * ERE; NULL: all). Destructive: their held acks complete at once under the
+ * async predicate; sticky Released marker until a recovery promotion.
+ * Answers like mirror_gate_alter(); 400 on a bad regex. Loop thread.
+ */
+struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+				      mirror_op_cb cb, void *arg);
+
+/**
+ * Queue one state-log record value (JSON, see lifecycle.h) as if the state
+ * log had delivered it: tests replay logs through the same bridge and the
+ * same apply path. Copies; applied when the loop next runs. Any thread.
+ */
+int mirror_gate_inject_record(struct mirror_gate *g, const char *json);
+
+/** Forget an admin call (its HTTP connection closed): no callback. Loop thread. */
+void mirror_op_cancel(struct mirror_op *op);
 
 #endif

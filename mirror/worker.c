@@ -267,11 +267,18 @@ static int set_prop(rd_kafka_conf_t *c, const char *mirror, const char *name, co
 	return 0;
 }
 
-static rd_kafka_conf_t *base_conf(const char *mirror, const char *role)
+static rd_kafka_conf_t *base_conf(const char *mirror, const char *role, bool producer)
 {
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
 	char id[256], group[300];
 	snprintf(id, sizeof(id), "syncgate-%s-%s", mirror, role);
+	if (producer) {
+		if (set_prop(c, mirror, "client.id", id, false) || set_prop(c, mirror, "log_level", "4", false)) {
+			rd_kafka_conf_destroy(c);
+			return NULL;
+		}
+		return c;
+	}
 	/* A group id is needed for assign(); we never subscribe nor commit. */
 	snprintf(group, sizeof(group), "syncgate-%s-%s-%ld", mirror, role, (long)getpid());
 	if (set_prop(c, mirror, "client.id", id, false) || set_prop(c, mirror, "group.id", group, false) ||
@@ -286,9 +293,10 @@ static rd_kafka_conf_t *base_conf(const char *mirror, const char *role)
 	return c;
 }
 
-static rd_kafka_conf_t *source_conf(const struct conf *conf, const char *mirror, const char *role)
+rd_kafka_conf_t *mirror_source_conf(const struct conf *conf, const char *mirror, const char *role,
+				    bool producer)
 {
-	rd_kafka_conf_t *c = base_conf(mirror, role);
+	rd_kafka_conf_t *c = base_conf(mirror, role, producer);
 	if (!c)
 		return NULL;
 	char bs[300];
@@ -314,9 +322,9 @@ static rd_kafka_conf_t *source_conf(const struct conf *conf, const char *mirror,
 	return c;
 }
 
-static rd_kafka_conf_t *dest_conf(const struct conf_mirror *cm)
+rd_kafka_conf_t *mirror_dest_conf(const struct conf_mirror *cm)
 {
-	rd_kafka_conf_t *c = base_conf(cm->name, "dst");
+	rd_kafka_conf_t *c = base_conf(cm->name, "dst", false);
 	if (!c)
 		return NULL;
 	int rc = set_prop(c, cm->name, "bootstrap.servers", cm->bootstrap, false);
@@ -378,14 +386,14 @@ struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct 
 		char def[300];
 		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", cm->name);
 		w->mm2_topic = strdup(cm->mm2_offset_syncs_topic ? cm->mm2_offset_syncs_topic : def);
-		w->mm2_conf = source_conf(conf, cm->name, "mm2");
+		w->mm2_conf = mirror_source_conf(conf, cm->name, "mm2", false);
 		if (!w->mm2_topic || !w->mm2_conf)
 			goto fail;
 	}
 	if (!w->name || !w->topic_name || mirror_regex_compile(cm, &w->re, &w->nre) != 0)
 		goto fail;
-	w->dst_conf = dest_conf(cm);
-	w->src_conf = source_conf(conf, cm->name, "src");
+	w->dst_conf = mirror_dest_conf(cm);
+	w->src_conf = mirror_source_conf(conf, cm->name, "src", false);
 	if (!w->dst_conf || !w->src_conf)
 		goto fail;
 	if (pthread_create(&w->th, NULL, worker_main, w) != 0)

@@ -1,0 +1,569 @@
+/*
+ * ops.c — operator calls on the lifecycle (KIP "Command-Line Tool",
+ * "Source-Side Release"): --add/--alter and --release-sync. A call writes
+ * its records to the state log and is answered once this sidecar has read
+ * them back and applied them (so every sidecar applies operator intents in
+ * log order), with a per-topic result. Before --sync, a compatibility probe
+ * of the destination runs on a short-lived thread (librdkafka metadata calls
+ * block); its result reaches the loop through the gate's bridge.
+ *
+ * Threads: everything here runs on the loop thread except probe_main().
+ * Ownership: the gate owns its ops (g->ops) and probes (g->probes); an op
+ * being probed is pointed at by its probe until the probe is done.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <librdkafka/rdkafka.h>
+#include <pthread.h>
+#include <regex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mirror/internal.h"
+
+#define OP_TIMEOUT_MS 10000   /* the state log must confirm within */
+#define OP_PROMOTE_WAIT_MS 5000 /* lag zero at apply: wait this long for PROMOTED */
+#define PROBE_RPC_MS 4000
+
+enum op_kind { OP_ALTER, OP_RELEASE };
+
+struct op_item {
+	char *mirror, *topic;
+	uint64_t seq;               /* of our record; 0 before it was appended */
+	bool applied;
+	struct mirror_lstate before;
+	bool changed;
+	int64_t applied_ms;
+	const char *result;         /* NULL until decided */
+	char message[300];
+};
+
+struct mirror_op {
+	struct mirror_gate *g;
+	struct mirror_op *next, **pprev;
+	mirror_op_cb cb;
+	void *arg;
+	enum op_kind kind;
+	enum mirror_type type;
+	bool add;
+	struct op_item *items;
+	size_t nitems;
+	int64_t deadline_ms;
+	struct event *ev;           /* 100 ms: promotion waits, deadline, deferred answer */
+	bool answered;
+	int status;
+	char *body;
+	char warning[400];
+	struct mirror_probe *probe; /* while the compat probe runs */
+};
+
+struct mirror_probe {
+	struct mirror_probe *next;
+	pthread_t th;
+	struct mirror_bridge *bridge;
+	struct mirror_op *op;       /* NULL once the op was cancelled */
+	rd_kafka_conf_t *src_conf, *dst_conf;
+	char *mirror, *src_topic, *dst_topic, *mm2_topic;
+	int result;                 /* 0 compatible, 1 incompatible, 2 unreachable */
+	char message[400];
+};
+
+/* ------------------------------------------------------------------------ */
+/* Answers                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void op_free(struct mirror_op *op)
+{
+	if (op->pprev) {
+		*op->pprev = op->next;
+		if (op->next)
+			op->next->pprev = op->pprev;
+	}
+	if (op->ev)
+		event_free(op->ev);
+	for (size_t i = 0; i < op->nitems; i++) {
+		free(op->items[i].mirror);
+		free(op->items[i].topic);
+	}
+	free(op->items);
+	free(op->body);
+	free(op);
+}
+
+/* Decide the answer; delivered from op->ev (never inside a gate call). */
+static void op_answer(struct mirror_op *op, int status, json_t *doc)
+{
+	if (op->answered) {
+		json_decref(doc);
+		return;
+	}
+	op->answered = true;
+	op->status = status;
+	if (op->warning[0] && status == 200)
+		json_object_set_new(doc, "warning", json_string(op->warning));
+	op->body = json_dumps(doc, JSON_COMPACT);
+	json_decref(doc);
+	event_active(op->ev, EV_TIMEOUT, 0);
+}
+
+static void op_error(struct mirror_op *op, int status, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void op_error(struct mirror_op *op, int status, const char *fmt, ...)
+{
+	char msg[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	op_answer(op, status, json_pack("{s:s}", "error", msg));
+}
+
+/* Per-topic result of an applied item, or NULL: not decided yet. */
+static const char *item_result(struct mirror_op *op, struct op_item *it, int64_t now)
+{
+	struct mirror_link *l = mirror_link_find(op->g, it->mirror);
+	struct mirror_tstate *t = l ? mirror_tstate_get(l, it->topic, false) : NULL;
+	if (!t) {
+		snprintf(it->message, sizeof(it->message), "mirror %s removed meanwhile", it->mirror);
+		return "REJECTED";
+	}
+	const char *added = op->add ? "added; " : "";
+	if (op->kind == OP_RELEASE) {
+		if (!it->changed) {
+			snprintf(it->message, sizeof(it->message), "not registered for sync (or already released)");
+			return "UNCHANGED";
+		}
+		snprintf(it->message, sizeof(it->message),
+			 "released: acks no longer wait for mirror %s (zero RPO lost until the recovery promotion)",
+			 it->mirror);
+		return "RELEASED";
+	}
+	if (op->type == MIRROR_ASYNC) {
+		if (it->before.desired == MIRROR_ASYNC && it->before.effective == MIRROR_ASYNC) {
+			snprintf(it->message, sizeof(it->message), "%salready ASYNC", added);
+			return "UNCHANGED";
+		}
+		snprintf(it->message, sizeof(it->message),
+			 "%sdemoted to ASYNC: held acks completed under the async predicate", added);
+		return "DEMOTED";
+	}
+	if (t->ls.effective == MIRROR_SYNC) {
+		if (it->before.effective == MIRROR_SYNC && it->before.desired == MIRROR_SYNC) {
+			snprintf(it->message, sizeof(it->message), "%salready SYNC", added);
+			return "UNCHANGED";
+		}
+		snprintf(it->message, sizeof(it->message), "%spromoted to SYNC: lag zero on every partition", added);
+		return "PROMOTED";
+	}
+	if (t->ls.released) {
+		snprintf(it->message, sizeof(it->message),
+			 "%sreleased by source - recovery promotion pending lag drain", added);
+		return "PENDING_LAG";
+	}
+	int64_t lag = mirror_tstate_lag(t);
+	if (lag == 0 && now < it->applied_ms + OP_PROMOTE_WAIT_MS)
+		return NULL; /* the decider promotes shortly */
+	if (lag >= 0)
+		snprintf(it->message, sizeof(it->message),
+			 "%sdesired SYNC; promotion pending lag drain (lag %" PRId64 ")", added, lag);
+	else
+		snprintf(it->message, sizeof(it->message),
+			 "%sdesired SYNC; promotion pending lag drain (lag unknown yet)", added);
+	return "PENDING_LAG";
+}
+
+static void op_check(struct mirror_op *op, int64_t now)
+{
+	if (op->answered || op->probe)
+		return;
+	bool all = true;
+	for (size_t i = 0; i < op->nitems; i++) {
+		struct op_item *it = &op->items[i];
+		if (!it->result && it->applied)
+			it->result = item_result(op, it, now);
+		all &= it->result != NULL;
+	}
+	if (all) {
+		json_t *topics = json_array();
+		for (size_t i = 0; i < op->nitems; i++)
+			json_array_append_new(topics, json_pack("{s:s, s:s, s:s}", "topic", op->items[i].topic,
+								"result", op->items[i].result, "message",
+								op->items[i].message));
+		op_answer(op, 200, json_pack("{s:o}", "topics", topics));
+	} else if (now >= op->deadline_ms) {
+		op_error(op, 504, "the state log did not confirm within %d ms; the change may still apply",
+			 OP_TIMEOUT_MS);
+	}
+}
+
+static void op_ev_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mirror_op *op = arg;
+	op_check(op, mirror_now_ms());
+	if (!op->answered)
+		return;
+	op->cb(op->arg, op->status, op->body ? op->body : "{\"error\":\"out of memory\"}");
+	op_free(op);
+}
+
+void mirror_ops_state_changed(struct mirror_gate *g)
+{
+	int64_t now = mirror_now_ms();
+	for (struct mirror_op *op = g->ops; op; op = op->next)
+		op_check(op, now);
+}
+
+void mirror_ops_record_applied(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
+			       const struct mirror_lstate *before, const struct mirror_apply_out *out)
+{
+	if (r->origin != g->origin)
+		return;
+	for (struct mirror_op *op = g->ops; op; op = op->next)
+		for (size_t i = 0; i < op->nitems; i++) {
+			struct op_item *it = &op->items[i];
+			if (it->seq == r->seq && !it->applied) {
+				it->applied = true;
+				it->before = *before;
+				it->changed = out->changed;
+				it->applied_ms = mirror_now_ms();
+				return;
+			}
+		}
+}
+
+static struct mirror_op *op_new(struct mirror_gate *g, enum op_kind kind, mirror_op_cb cb, void *arg)
+{
+	struct mirror_op *op = calloc(1, sizeof(*op));
+	if (!op)
+		return NULL;
+	op->ev = event_new(g->base, -1, EV_PERSIST, op_ev_cb, op);
+	if (!op->ev) {
+		free(op);
+		return NULL;
+	}
+	struct timeval tv = {0, 100000};
+	event_add(op->ev, &tv);
+	op->g = g;
+	op->kind = kind;
+	op->cb = cb;
+	op->arg = arg;
+	op->deadline_ms = mirror_now_ms() + OP_TIMEOUT_MS;
+	op->next = g->ops;
+	op->pprev = &g->ops;
+	if (g->ops)
+		g->ops->pprev = &op->next;
+	g->ops = op;
+	return op;
+}
+
+static int op_add_item(struct mirror_op *op, const char *mirror, const char *topic)
+{
+	struct op_item *a = realloc(op->items, (op->nitems + 1) * sizeof(*a));
+	if (!a)
+		return -1;
+	op->items = a;
+	struct op_item *it = &a[op->nitems];
+	memset(it, 0, sizeof(*it));
+	it->mirror = strdup(mirror);
+	it->topic = strdup(topic);
+	if (!it->mirror || !it->topic) {
+		free(it->mirror);
+		free(it->topic);
+		return -1;
+	}
+	op->nitems++;
+	return 0;
+}
+
+/* Write every item's record (the probe, if any, passed). */
+static void op_submit(struct mirror_op *op)
+{
+	struct mirror_gate *g = op->g;
+	op->deadline_ms = mirror_now_ms() + OP_TIMEOUT_MS;
+	for (size_t i = 0; i < op->nitems; i++) {
+		struct op_item *it = &op->items[i];
+		struct mirror_link *l = mirror_link_find(g, it->mirror);
+		struct mirror_tstate *t = l ? mirror_tstate_get(l, it->topic, true) : NULL;
+		if (!t) {
+			it->result = "REJECTED";
+			snprintf(it->message, sizeof(it->message), "out of memory or mirror removed");
+			continue;
+		}
+		struct mirror_record r = {.kind = op->kind == OP_RELEASE ? MIRROR_REC_RELEASE : MIRROR_REC_ALTER,
+					  .type = op->type, .add = op->add, .based_on = -1};
+		it->seq = g->seq + 1; /* known before a local (no-log) apply runs inside append */
+		mirror_gate_append(g, t, &r);
+	}
+	op_check(op, mirror_now_ms());
+}
+
+/* ------------------------------------------------------------------------ */
+/* Compatibility probe (KIP "Command-Line Tool": source compatibility check, */
+/* here the destination's ability to serve the gate)                        */
+/* ------------------------------------------------------------------------ */
+
+static bool unreachable_err(rd_kafka_resp_err_t e)
+{
+	return e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT ||
+	       e == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || e == RD_KAFKA_RESP_ERR__RESOLVE;
+}
+
+/* Partition count of `topic` through `rk`: >= 0, -1 missing, -2 unreachable. */
+static int32_t probe_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errcap)
+{
+	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
+	const struct rd_kafka_metadata *md = NULL;
+	rd_kafka_resp_err_t e = rkt ? rd_kafka_metadata(rk, 0, rkt, &md, PROBE_RPC_MS) : RD_KAFKA_RESP_ERR__FAIL;
+	int32_t n;
+	if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
+		snprintf(err, errcap, "%s", rd_kafka_err2str(e));
+		n = unreachable_err(e) ? -2 : -1;
+	} else if (md->topic_cnt < 1 || md->topics[0].err) {
+		snprintf(err, errcap, "%s",
+			 md->topic_cnt < 1 ? "no metadata" : rd_kafka_err2str(md->topics[0].err));
+		n = -1;
+	} else {
+		n = md->topics[0].partition_cnt;
+	}
+	if (md)
+		rd_kafka_metadata_destroy(md);
+	if (rkt)
+		rd_kafka_topic_destroy(rkt);
+	return n;
+}
+
+static void *probe_main(void *arg)
+{
+	struct mirror_probe *p = arg;
+	char errstr[512], why[256];
+	rd_kafka_t *dst = rd_kafka_new(RD_KAFKA_CONSUMER, p->dst_conf, errstr, sizeof(errstr));
+	if (dst)
+		p->dst_conf = NULL;
+	rd_kafka_t *src = rd_kafka_new(RD_KAFKA_CONSUMER, p->src_conf, errstr, sizeof(errstr));
+	if (src)
+		p->src_conf = NULL;
+	int32_t dn = dst ? probe_partitions(dst, p->dst_topic, why, sizeof(why)) : -2;
+	if (dn == -2) {
+		p->result = 2;
+		snprintf(p->message, sizeof(p->message),
+			 "destination of mirror %s unreachable (%.120s): compatibility not checked", p->mirror,
+			 dst ? why : errstr);
+	} else if (dn == -1) {
+		p->result = 1;
+		snprintf(p->message, sizeof(p->message), "destination topic %s does not exist on mirror %s (%.120s)",
+			 p->dst_topic, p->mirror, why);
+	}
+	if (p->result != 1 && src) {
+		int32_t sn = probe_partitions(src, p->src_topic, why, sizeof(why));
+		if (sn == -1) {
+			p->result = 1;
+			snprintf(p->message, sizeof(p->message), "source topic %s does not exist (%.120s)", p->src_topic,
+				 why);
+		} else if (sn >= 0 && dn >= 0 && sn != dn) {
+			p->result = 1;
+			snprintf(p->message, sizeof(p->message),
+				 "partition count differs: source topic %s has %d, destination topic %s on mirror %s has %d",
+				 p->src_topic, (int)sn, p->dst_topic, p->mirror, (int)dn);
+		} else if (sn >= 0 && p->mm2_topic && probe_partitions(src, p->mm2_topic, why, sizeof(why)) == -1) {
+			p->result = 1;
+			snprintf(p->message, sizeof(p->message),
+				 "offsets strategy mm2 unusable: offset-syncs topic %s does not exist on the source (%.120s)",
+				 p->mm2_topic, why);
+		}
+	}
+	if (dst)
+		rd_kafka_destroy(dst);
+	if (src)
+		rd_kafka_destroy(src);
+	if (mirror_bridge_post_msg(p->bridge, MIRROR_MSG_PROBE_DONE, 0, p, NULL, 0) != 0)
+		LOG_E("mirror_probe_post_failed", "mirror=%s reason=\"out of memory\"", p->mirror);
+	return NULL;
+}
+
+static void probe_free(struct mirror_probe *p)
+{
+	if (p->src_conf)
+		rd_kafka_conf_destroy(p->src_conf);
+	if (p->dst_conf)
+		rd_kafka_conf_destroy(p->dst_conf);
+	free(p->mirror);
+	free(p->src_topic);
+	free(p->dst_topic);
+	free(p->mm2_topic);
+	free(p);
+}
+
+static int probe_start(struct mirror_op *op, struct mirror_link *l, const char *topic)
+{
+	struct mirror_gate *g = op->g;
+	struct mirror_probe *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -1;
+	p->bridge = g->bridge;
+	p->op = op;
+	p->mirror = strdup(l->name);
+	p->src_topic = strdup(topic);
+	p->dst_topic = mirror_destination_topic(l->cm->topic_name ? l->cm->topic_name : "{topic}", topic);
+	if (l->cm->offsets == CONF_OFFSETS_MM2) {
+		char def[300];
+		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", l->name);
+		p->mm2_topic = strdup(l->cm->mm2_offset_syncs_topic ? l->cm->mm2_offset_syncs_topic : def);
+	}
+	p->dst_conf = mirror_dest_conf(l->cm);
+	p->src_conf = mirror_source_conf(g->conf, l->name, "probe", false);
+	if (!p->mirror || !p->src_topic || !p->dst_topic || !p->dst_conf || !p->src_conf ||
+	    (l->cm->offsets == CONF_OFFSETS_MM2 && !p->mm2_topic) ||
+	    pthread_create(&p->th, NULL, probe_main, p) != 0) {
+		probe_free(p);
+		return -1;
+	}
+	op->probe = p;
+	p->next = g->probes;
+	g->probes = p;
+	return 0;
+}
+
+void mirror_ops_probe_done(struct mirror_gate *g, struct mirror_probe *p)
+{
+	pthread_join(p->th, NULL);
+	for (struct mirror_probe **pp = &g->probes; *pp; pp = &(*pp)->next)
+		if (*pp == p) {
+			*pp = p->next;
+			break;
+		}
+	struct mirror_op *op = p->op;
+	if (op) {
+		op->probe = NULL;
+		LOG_I("mirror_compat_probe", "mirror=%s topic=%s result=%s message=\"%s\"", p->mirror, p->src_topic,
+		      p->result == 0 ? "compatible" : p->result == 1 ? "incompatible" : "unreachable", p->message);
+		if (p->result == 1) {
+			op_error(op, 409, "%s", p->message);
+		} else {
+			if (p->result == 2)
+				snprintf(op->warning, sizeof(op->warning), "%s", p->message);
+			op_submit(op);
+		}
+	}
+	probe_free(p);
+}
+
+void mirror_ops_free_all(struct mirror_gate *g)
+{
+	while (g->probes) {
+		struct mirror_probe *p = g->probes;
+		g->probes = p->next;
+		pthread_join(p->th, NULL); /* its bridge message is dropped with the bridge */
+		probe_free(p);
+	}
+	while (g->ops)
+		op_free(g->ops);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Calls                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static bool topic_name_ok(const char *t)
+{
+	size_t n = t ? strlen(t) : 0;
+	if (n == 0 || n > 249 || !strcmp(t, ".") || !strcmp(t, ".."))
+		return false;
+	for (; *t; t++)
+		if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') ||
+		      *t == '.' || *t == '_' || *t == '-'))
+			return false;
+	return true;
+}
+
+struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, const char *topic,
+				    enum mirror_type type, bool add, mirror_op_cb cb, void *arg)
+{
+	struct mirror_op *op = op_new(g, OP_ALTER, cb, arg);
+	if (!op)
+		return NULL;
+	op->type = type;
+	op->add = add;
+	struct mirror_link *l = mirror ? mirror_link_find(g, mirror) : NULL;
+	if (!l) {
+		op_error(op, 404, "unknown mirror %s (not in this sidecar's config)", mirror ? mirror : "(none)");
+	} else if (!topic_name_ok(topic)) {
+		op_error(op, 400, "invalid topic name \"%s\"", topic ? topic : "");
+	} else if (!g->state_ready) {
+		op_error(op, 503, "the state log is not read yet (sidecar starting); retry");
+	} else if (op_add_item(op, l->name, topic) != 0) {
+		op_error(op, 500, "out of memory");
+	} else if (type == MIRROR_SYNC && g->log) {
+		if (probe_start(op, l, topic) != 0)
+			op_error(op, 500, "cannot start the compatibility probe");
+	} else {
+		op_submit(op);
+	}
+	return op;
+}
+
+struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+				      mirror_op_cb cb, void *arg)
+{
+	struct mirror_op *op = op_new(g, OP_RELEASE, cb, arg);
+	if (!op)
+		return NULL;
+	struct mirror_link *l = mirror ? mirror_link_find(g, mirror) : NULL;
+	if (!l) {
+		op_error(op, 404, "unknown mirror %s (not in this sidecar's config)", mirror ? mirror : "(none)");
+		return op;
+	}
+	if (!g->state_ready) {
+		op_error(op, 503, "the state log is not read yet (sidecar starting); retry");
+		return op;
+	}
+	regex_t re;
+	bool have_re = false;
+	if (topics_regex) {
+		size_t n = strlen(topics_regex) + 8;
+		char *anchored = malloc(n);
+		if (!anchored) {
+			op_error(op, 500, "out of memory");
+			return op;
+		}
+		snprintf(anchored, n, "^(%s)$", topics_regex);
+		int rc = regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB);
+		free(anchored);
+		if (rc != 0) {
+			op_error(op, 400, "invalid --topics regex \"%s\"", topics_regex);
+			return op;
+		}
+		have_re = true;
+	}
+	for (size_t b = 0; b < l->nbuckets; b++)
+		for (struct mirror_tstate *t = l->buckets[b]; t; t = t->next) {
+			if (t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
+				continue;
+			if (have_re && regexec(&re, t->topic, 0, NULL, 0) != 0)
+				continue;
+			if (op_add_item(op, l->name, t->topic) != 0) {
+				op_error(op, 500, "out of memory");
+				break;
+			}
+		}
+	if (have_re)
+		regfree(&re);
+	if (op->answered)
+		return op;
+	if (op->nitems == 0)
+		snprintf(op->warning, sizeof(op->warning), "no SYNC topic of mirror %s matches%s%s", l->name,
+			 topics_regex ? " " : "", topics_regex ? topics_regex : "");
+	op_submit(op);
+	return op;
+}
+
+void mirror_op_cancel(struct mirror_op *op)
+{
+	if (!op)
+		return;
+	if (op->probe)
+		op->probe->op = NULL; /* the probe finishes alone */
+	op_free(op);
+}

@@ -1,0 +1,340 @@
+/*
+ * tests/mirror/test_gate_lifecycle.c — the lifecycle inside the gate
+ * (mirror/gate.c apply path, mirror/ops.c admin calls), without Kafka: no
+ * state log (MIRROR_GATE_NO_WORKERS), so this gate is the decider and its
+ * records apply at once; other writers' records are injected through the
+ * bridge (mirror_gate_inject_record), as the state log delivers them.
+ */
+#include <criterion/criterion.h>
+#include <event2/event.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+
+static char *sync_topics[] = {"orders.*"};
+static struct conf_mirror mir;
+static struct conf cfg;
+static struct event_base *base;
+static struct mirror_gate *g;
+
+static void teardown(void)
+{
+	mirror_gate_free(g);
+	g = NULL;
+	if (base)
+		event_base_free(base);
+	base = NULL;
+}
+
+static void setup(void)
+{
+	teardown();
+	memset(&cfg, 0, sizeof(cfg));
+	memset(&mir, 0, sizeof(mir));
+	mir.name = (char *)"dr";
+	mir.bootstrap = (char *)"127.0.0.1:1";
+	mir.topic_name = (char *)"{topic}";
+	mir.sync_topics = sync_topics;
+	mir.nsync_topics = 1;
+	mir.sync_topic_demote_timeout_ms = 300;
+	cfg.mirrors = &mir;
+	cfg.nmirrors = 1;
+	cfg.gate_max_hold_ms = 30000;
+	base = event_base_new();
+	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS);
+	cr_assert_not_null(g);
+}
+
+static void pump(void)
+{
+	for (int i = 0; i < 4; i++)
+		event_base_loop(base, EVLOOP_NONBLOCK);
+}
+
+static void run_ms(int ms)
+{
+	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+static void report(const char *topic, int32_t p, int32_t npart, int64_t progress, int64_t hw, const char *err)
+{
+	struct mirror_report r = {.mirror = "dr", .topic = topic, .partition = p, .npartitions = npart,
+				  .progress = progress, .source_hw = hw, .isr = err ? -1 : 3,
+				  .min_isr = err ? -1 : 2, .error = err};
+	cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
+	pump();
+}
+
+static struct mirror_topic_info info(const char *topic)
+{
+	struct mirror_topic_info ti;
+	cr_assert_eq(mirror_gate_topic_info(g, "dr", topic, &ti), 0);
+	return ti;
+}
+
+struct answer {
+	int calls, status;
+	char body[2048];
+};
+
+static void on_answer(void *arg, int status, const char *body)
+{
+	struct answer *a = arg;
+	a->calls++;
+	a->status = status;
+	snprintf(a->body, sizeof(a->body), "%s", body);
+}
+
+/* Run the loop until answered (or 8 s). */
+static void await(struct answer *a)
+{
+	int64_t end = mirror_now_ms() + 8000;
+	while (!a->calls && mirror_now_ms() < end)
+		run_ms(20);
+	cr_assert_eq(a->calls, 1, "no answer");
+}
+
+/* result of the only topic in an answer */
+static const char *result0(struct answer *a, char *msg, size_t cap)
+{
+	static char res[64];
+	json_error_t e;
+	json_t *j = json_loads(a->body, 0, &e);
+	cr_assert_not_null(j, "%s", a->body);
+	json_t *t = json_array_get(json_object_get(j, "topics"), 0);
+	cr_assert_not_null(t, "%s", a->body);
+	snprintf(res, sizeof(res), "%s", json_string_value(json_object_get(t, "result")));
+	if (msg)
+		snprintf(msg, cap, "%s", json_string_value(json_object_get(t, "message")));
+	json_decref(j);
+	return res;
+}
+
+struct cbrec {
+	int calls;
+	enum mirror_outcome o;
+};
+
+static void on_done(void *arg, struct mirror_wait_part *parts, size_t n)
+{
+	struct cbrec *r = arg;
+	r->calls++;
+	r->o = parts[0].outcome;
+}
+
+static void promote2(const char *topic)
+{
+	report(topic, 0, 2, 10, 10, NULL);
+	report(topic, 1, 2, 10, 10, NULL);
+	cr_assert_eq(info(topic).effective, MIRROR_SYNC);
+}
+
+TestSuite(gate_lifecycle, .init = setup, .fini = teardown, .timeout = 30);
+
+Test(gate_lifecycle, alter_async_demotes_and_completes_held_waiters)
+{
+	promote2("orders");
+	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 50, .outcome = MIRROR_PENDING};
+	struct cbrec cr = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	struct answer a = {0};
+	cr_assert_not_null(mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &a));
+	cr_assert_eq(a.calls, 0, "never answered inside the call");
+	await(&a);
+	cr_assert_eq(a.status, 200);
+	cr_assert_str_eq(result0(&a, NULL, 0), "DEMOTED");
+	pump();
+	cr_assert_eq(cr.calls, 1);
+	cr_assert_eq(cr.o, MIRROR_SATISFIED, "async predicate");
+	struct mirror_topic_info ti = info("orders");
+	cr_assert_eq(ti.desired, MIRROR_ASYNC);
+	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	/* lag zero again: desired ASYNC, no promotion */
+	report("orders", 0, 2, 11, 11, NULL);
+	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	/* and a second --alter --async is UNCHANGED */
+	struct answer b = {0};
+	mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &b);
+	await(&b);
+	cr_assert_str_eq(result0(&b, NULL, 0), "UNCHANGED");
+}
+
+Test(gate_lifecycle, alter_sync_pending_lag_then_auto_promotion)
+{
+	report("audit", 0, 1, 5, 9, NULL); /* not in sync_topics; lag 4 */
+	cr_assert_eq(info("audit").desired, MIRROR_ASYNC);
+	struct answer a = {0};
+	mirror_gate_alter(g, "dr", "audit", MIRROR_SYNC, true, on_answer, &a);
+	await(&a);
+	char msg[300];
+	cr_assert_str_eq(result0(&a, msg, sizeof(msg)), "PENDING_LAG");
+	cr_assert(strstr(msg, "lag 4"), "%s", msg);
+	cr_assert(strstr(msg, "added"), "%s", msg);
+	cr_assert_eq(info("audit").desired, MIRROR_SYNC);
+	cr_assert_eq(info("audit").effective, MIRROR_ASYNC);
+	report("audit", 0, 1, 9, 9, NULL);
+	cr_assert_eq(info("audit").effective, MIRROR_SYNC, "promoted when lag drained");
+}
+
+Test(gate_lifecycle, alter_sync_at_lag_zero_is_promoted)
+{
+	report("audit", 0, 1, 9, 9, NULL);
+	struct answer a = {0};
+	mirror_gate_alter(g, "dr", "audit", MIRROR_SYNC, false, on_answer, &a);
+	await(&a);
+	cr_assert_str_eq(result0(&a, NULL, 0), "PROMOTED");
+	cr_assert(mirror_gate_is_gated(g, "audit"));
+}
+
+Test(gate_lifecycle, release_then_automatic_recovery_clears_marker)
+{
+	promote2("orders");
+	struct mirror_wait_part p = {.topic = "orders", .partition = 1, .last_offset = 99, .outcome = MIRROR_PENDING};
+	struct cbrec cr = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	struct answer a = {0};
+	mirror_gate_release(g, "dr", NULL, on_answer, &a);
+	await(&a);
+	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
+	pump();
+	cr_assert_eq(cr.calls, 1);
+	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+	struct mirror_topic_info ti = info("orders");
+	cr_assert(ti.released);
+	cr_assert(ti.recovery_pending);
+	cr_assert_eq(ti.desired, MIRROR_SYNC);
+	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	/* old samples (lag zero before the release) do not re-promote */
+	run_ms(300);
+	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	/* the destination is back and caught up: recovery promotion */
+	report("orders", 0, 2, 12, 12, NULL);
+	cr_assert_eq(info("orders").effective, MIRROR_ASYNC, "partition 1 not fresh yet");
+	report("orders", 1, 2, 12, 12, NULL);
+	ti = info("orders");
+	cr_assert_eq(ti.effective, MIRROR_SYNC);
+	cr_assert(!ti.released);
+	cr_assert(!ti.recovery_pending);
+}
+
+Test(gate_lifecycle, release_with_regex_and_no_match)
+{
+	promote2("orders");
+	promote2("orders-eu");
+	struct answer a = {0};
+	mirror_gate_release(g, "dr", "orders-.*", on_answer, &a);
+	await(&a);
+	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
+	cr_assert(info("orders-eu").released);
+	cr_assert(!info("orders").released);
+	cr_assert(mirror_gate_is_gated(g, "orders"));
+	struct answer b = {0};
+	mirror_gate_release(g, "dr", "nothing.*", on_answer, &b);
+	await(&b);
+	cr_assert_eq(b.status, 200);
+	cr_assert(strstr(b.body, "\"warning\""), "%s", b.body);
+	struct answer c = {0};
+	mirror_gate_release(g, "dr", "([", on_answer, &c);
+	await(&c);
+	cr_assert_eq(c.status, 400);
+}
+
+Test(gate_lifecycle, stale_promotion_after_release_is_rejected_then_backs_off)
+{
+	promote2("orders");
+	struct answer a = {0};
+	mirror_gate_release(g, "dr", "orders", on_answer, &a);
+	await(&a);
+	/* a promotion decided before the release lands after it */
+	cr_assert_eq(mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"REGISTER\","
+						   "\"recovery\":false}"), 0);
+	pump();
+	struct mirror_topic_info ti = info("orders");
+	cr_assert_eq(ti.effective, MIRROR_ASYNC, "not silently re-established");
+	cr_assert(ti.released);
+	cr_assert(ti.recovery_pending);
+	cr_assert_eq(ti.retry_attempt, 1);
+	/* lag zero at once: RetryAttempt 1 → 500 ms backoff before the recovery */
+	report("orders", 0, 2, 20, 20, NULL);
+	report("orders", 1, 2, 20, 20, NULL);
+	cr_assert_eq(info("orders").effective, MIRROR_ASYNC, "backing off");
+	run_ms(800);
+	ti = info("orders");
+	cr_assert_eq(ti.effective, MIRROR_SYNC, "recovery promotion after the backoff");
+	cr_assert(!ti.released);
+	cr_assert_eq(ti.retry_attempt, 0);
+}
+
+Test(gate_lifecycle, demote_when_every_partition_fails_for_the_timeout)
+{
+	promote2("orders");
+	report("orders", 0, 2, -1, -1, "UNKNOWN_TOPIC_OR_PART");
+	run_ms(600);
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC, "one failing partition never demotes");
+	report("orders", 1, 2, -1, -1, "UNKNOWN_TOPIC_OR_PART");
+	run_ms(150);
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC, "not for the whole timeout yet");
+	run_ms(600);
+	struct mirror_topic_info ti = info("orders");
+	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	cr_assert(ti.recovery_pending);
+	cr_assert_eq(ti.desired, MIRROR_SYNC);
+	/* healthy again, lag zero: recovers */
+	report("orders", 0, 2, 30, 30, NULL);
+	report("orders", 1, 2, 30, 30, NULL);
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	cr_assert(!info("orders").recovery_pending);
+}
+
+Test(gate_lifecycle, log_intent_survives_config_reload)
+{
+	promote2("orders");
+	struct answer a = {0};
+	mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &a);
+	await(&a);
+	cr_assert_eq(mirror_gate_reconfigure(g, &cfg), 0);
+	cr_assert_eq(info("orders").desired, MIRROR_ASYNC, "an ALTER in the log beats sync_topics");
+}
+
+Test(gate_lifecycle, records_of_other_writers_apply_in_order)
+{
+	promote2("orders");
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}");
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"SYNC\"}");
+	mirror_gate_inject_record(g, "not json");
+	mirror_gate_inject_record(g, "{\"mirror\":\"unknown\",\"topic\":\"orders\",\"op\":\"RELEASE\"}");
+	pump();
+	struct mirror_topic_info ti = info("orders");
+	/* ASYNC then SYNC: demoted, then (lag still zero) promoted again */
+	cr_assert_eq(ti.desired, MIRROR_SYNC);
+	cr_assert_eq(ti.effective, MIRROR_SYNC);
+	char *js = mirror_gate_describe_json(g, "dr", "orders");
+	cr_assert(strstr(js, "\"generation\":4"), "%s", js); /* REGISTER, ALTER, ALTER, REGISTER */
+	free(js);
+}
+
+Test(gate_lifecycle, admin_errors)
+{
+	struct answer a = {0}, b = {0};
+	mirror_gate_alter(g, "nope", "orders", MIRROR_SYNC, false, on_answer, &a);
+	mirror_gate_alter(g, "dr", "bad topic!", MIRROR_SYNC, false, on_answer, &b);
+	cr_assert_eq(a.calls + b.calls, 0);
+	await(&a);
+	await(&b);
+	cr_assert_eq(a.status, 404);
+	cr_assert_eq(b.status, 400);
+	cr_assert(strstr(a.body, "\"error\""));
+	/* a cancelled call is never answered */
+	struct answer c = {0};
+	struct mirror_op *op = mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &c);
+	mirror_op_cancel(op);
+	run_ms(200);
+	cr_assert_eq(c.calls, 0);
+	cr_assert(mirror_gate_state_ready(g));
+	cr_assert(mirror_gate_is_decider(g));
+}
