@@ -11,6 +11,7 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <openssl/err.h>
+#include <openssl/x509v3.h>
 
 #include "proxy/proxy.h"
 
@@ -100,6 +101,24 @@ static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_close(c, c->close_reason);
 }
 
+/*
+ * SNI and the name the broker's certificate must carry. An IP literal is
+ * checked against the certificate's IP addresses and sent without SNI (RFC
+ * 6066 allows only host names there).
+ */
+static int upstream_tls_name(SSL *ssl, const char *host, bool verify)
+{
+	struct in6_addr a;
+	bool ip = inet_pton(AF_INET, host, &a) == 1 || inet_pton(AF_INET6, host, &a) == 1;
+	if (!ip && SSL_set_tlsext_host_name(ssl, host) != 1)
+		return -1;
+	if (!verify)
+		return 0;
+	if (ip)
+		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
+	return SSL_set1_host(ssl, host) == 1 ? 0 : -1;
+}
+
 void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 		       const struct sockaddr *sa, int salen)
 {
@@ -132,13 +151,12 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	}
 	if (srv->upstream_tls) {
 		SSL *ssl = SSL_new(srv->upstream_tls);
-		if (ssl) {
-			SSL_set_tlsext_host_name(ssl, lst->upstream_host);
-			if (srv->conf->upstream_tls.verify_hostname)
-				SSL_set1_host(ssl, lst->upstream_host);
+		if (ssl && upstream_tls_name(ssl, lst->upstream_host,
+					     srv->conf->upstream_tls.verify_hostname) == 0)
 			c->upstream = bufferevent_openssl_socket_new(srv->base, -1, ssl,
 								     BUFFEREVENT_SSL_CONNECTING, opts);
-		}
+		else
+			SSL_free(ssl);
 	} else {
 		c->upstream = bufferevent_socket_new(srv->base, -1, opts);
 	}
@@ -262,10 +280,13 @@ static const char *frame_hint(const uint8_t b[4])
 }
 
 /*
- * Peek the 4-byte size of the next frame. Returns the body size, or 0 when a
- * whole frame is not there yet, or -1 when the frame must be refused.
+ * Peek the 4-byte size of the next frame. Returns 1 with the body size in
+ * *size when a whole frame is there (an empty body is a frame too: a raw SASL
+ * v0 token may be empty), 0 when it is not there yet, -1 when the frame must
+ * be refused.
  */
-static int64_t frame_next(struct proxy_conn *c, struct evbuffer *in, const char *side)
+static int frame_next(struct proxy_conn *c, struct evbuffer *in, const char *side,
+		      size_t *body)
 {
 	uint8_t b[4];
 	size_t avail = evbuffer_get_length(in);
@@ -283,7 +304,8 @@ static int64_t frame_next(struct proxy_conn *c, struct evbuffer *in, const char 
 	}
 	if (avail < (size_t)size + 4)
 		return 0;
-	return size;
+	*body = (size_t)size;
+	return 1;
 }
 
 static void client_read_cb(struct bufferevent *bev, void *arg)
@@ -291,14 +313,15 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 	struct proxy_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	while (!c->client_paused && c->state != PROXY_CONN_DRAINING) {
-		int64_t size = frame_next(c, in, "client");
-		if (size == 0)
+		size_t size;
+		int rc = frame_next(c, in, "client", &size);
+		if (rc == 0)
 			break;
-		if (size < 0) {
+		if (rc < 0) {
 			proxy_conn_close(c, "client frame refused");
 			return;
 		}
-		if (proxy_request_handle(c, in, (size_t)size) < 0) {
+		if (proxy_request_handle(c, in, size) < 0) {
 			metric_add(m_rejected_frames, 1);
 			proxy_conn_close(c, "malformed client frame");
 			return;
@@ -312,10 +335,11 @@ static void upstream_read_cb(struct bufferevent *bev, void *arg)
 	struct proxy_conn *c = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	while (!c->upstream_paused) {
-		int64_t size = frame_next(c, in, "upstream");
-		if (size == 0)
+		size_t size;
+		int rc = frame_next(c, in, "upstream", &size);
+		if (rc == 0)
 			break;
-		if (size < 0 || proxy_response_handle(c, in, (size_t)size) < 0) {
+		if (rc < 0 || proxy_response_handle(c, in, size) < 0) {
 			proxy_conn_close(c, "malformed upstream frame");
 			return;
 		}
@@ -341,14 +365,30 @@ static void upstream_write_cb(struct bufferevent *bev, void *arg)
 	proxy_conn_update_flow(arg);
 }
 
+/*
+ * Log the OpenSSL errors of a failed TLS connection, one line each, with a
+ * hint for the usual mistake (plaintext spoken to a TLS port). Entries
+ * without an OpenSSL library (libevent's own SSL_get_error() results) add
+ * nothing and are skipped.
+ */
 static void log_tls_errors(struct proxy_conn *c, struct bufferevent *bev, const char *side)
 {
 	unsigned long err;
 	while ((err = bufferevent_get_openssl_error(bev))) {
+		if (ERR_GET_LIB(err) == 0)
+			continue;
 		char buf[256];
 		ERR_error_string_n(err, buf, sizeof(buf));
-		LOG_W("tls_error", "conn=%llu peer=%s side=%s error=\"%s\"",
-		      (unsigned long long)c->id, c->peer, side, buf);
+		int reason = ERR_GET_REASON(err);
+		const char *hint = reason == SSL_R_WRONG_VERSION_NUMBER || reason == SSL_R_HTTP_REQUEST
+					   ? (!strcmp(side, "client")
+						      ? "the client does not speak TLS to this TLS listener"
+						      : "the broker port does not speak TLS")
+				   : reason == SSL_R_CERTIFICATE_VERIFY_FAILED
+					   ? "check upstream.tls.ca and the broker's name"
+					   : "";
+		LOG_W("tls_error", "conn=%llu peer=%s side=%s error=\"%s\" hint=\"%s\"",
+		      (unsigned long long)c->id, c->peer, side, buf, hint);
 	}
 }
 
