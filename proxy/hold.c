@@ -13,7 +13,7 @@
 
 #include "proxy/proxy.h"
 
-static struct metric *m_held, *m_held_bytes, *m_outcome[MIRROR_OUTCOME_COUNT], *m_downmapped;
+static struct metric *m_held, *m_held_bytes, *m_unknown_id, *m_downmapped;
 
 static void hold_metrics_init(void)
 {
@@ -23,12 +23,10 @@ static void hold_metrics_init(void)
 			    "Produce responses held by the sync gate now.", "", NULL, 0);
 	m_held_bytes = metric_get(METRIC_GAUGE, "syncgate_held_bytes",
 				  "Bytes of Produce responses held by the sync gate now.", "", NULL, 0);
-	for (int o = MIRROR_SATISFIED; o < MIRROR_OUTCOME_COUNT; o++) {
-		char labels[64];
-		snprintf(labels, sizeof(labels), "outcome=\"%s\"", mirror_outcome_str(o));
-		m_outcome[o] = metric_get(METRIC_COUNTER, "syncgate_gated_partitions_total",
-					  "Gated Produce partitions by outcome.", labels, NULL, 0);
-	}
+	/* outcomes of gated partitions: syncgate_gate_partition_outcomes_total (mirror/) */
+	m_unknown_id = metric_get(METRIC_COUNTER, "syncgate_unknown_topic_id_partitions_total",
+				  "Produce partitions failed safe because their TopicId could not "
+				  "be resolved to a name.", "", NULL, 0);
 	m_downmapped = metric_get(METRIC_COUNTER, "syncgate_downmapped_errors_total",
 				  "Sync error codes down-mapped to NOT_ENOUGH_REPLICAS_AFTER_APPEND "
 				  "for Produce versions below 14.", "", NULL, 0);
@@ -83,7 +81,6 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 	};
 	for (size_t i = 0; i < e->nparts; i++) {
 		struct mirror_wait_part *wp = &e->parts[i];
-		metric_add(m_outcome[wp->outcome], 1);
 		if (wp->outcome == MIRROR_SATISFIED)
 			continue;
 		int16_t code = wp->outcome == MIRROR_TIMEOUT ? codes.mirror_sync_replication_timeout
@@ -202,6 +199,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				wp->outcome = MIRROR_TIMEOUT;
 				snprintf(wp->message, sizeof(wp->message),
 					 "syncgate: unknown TopicId, cannot confirm mirrors");
+				metric_add(m_unknown_id, 1);
 				e->part_pos[e->nparts++] = (struct proxy_held_part){ t, p };
 				continue;
 			}
@@ -249,23 +247,10 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	timeout -= timeout / 10 < 1000 ? timeout / 10 : 1000;
 	if (timeout > c->srv->conf->gate_max_hold_ms)
 		timeout = c->srv->conf->gate_max_hold_ms;
-	/* parts already failed safe go last; the gate sees only pending ones */
-	size_t npending = 0;
-	for (size_t i = 0; i < e->nparts; i++) {
-		if (e->parts[i].outcome != MIRROR_PENDING)
-			continue;
-		struct mirror_wait_part tp = e->parts[npending];
-		struct proxy_held_part tq = e->part_pos[npending];
-		e->parts[npending] = e->parts[i];
-		e->part_pos[npending] = e->part_pos[i];
-		e->parts[i] = tp;
-		e->part_pos[i] = tq;
-		npending++;
-	}
 	e->state = PROXY_ENTRY_HELD;
-	e->wait = npending ? mirror_gate_wait(c->srv->gate, e->parts, npending,
-					      e->arrival_ms + timeout, hold_done_cb, e)
-			   : NULL;
+	/* parts already failed safe (unknown TopicId) are left as they are by the gate */
+	e->wait = mirror_gate_wait(c->srv->gate, e->parts, e->nparts, e->arrival_ms + timeout,
+				   hold_done_cb, e);
 	if (!e->wait) {
 		/* resolved at once (or every part failed safe above) */
 		hold_release_bytes(c, e);
