@@ -134,7 +134,11 @@ struct proxy_listener {
 };
 TAILQ_HEAD(proxy_listener_list, proxy_listener);
 
-/** TopicId → name map, learnt from Metadata responses passing through. */
+/**
+ * TopicId → name map, learnt from Metadata responses passing through, and
+ * from syncgate's own Metadata request injected ahead of a Produce v13
+ * request that names an unknown id (request.c).
+ */
 struct proxy_topic_ids;
 
 /** The whole proxy: one per process, loop-thread owned. */

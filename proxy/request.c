@@ -3,7 +3,10 @@
  * forwarded byte-for-byte (the only in-place edit: a Produce v14 request goes
  * upstream as v13, identical on the wire), after recording what its response
  * will need: a FIFO entry (none for acks=0 Produce), the decoded Produce
- * request for the gate, the SASL mechanism of a SaslHandshake. Loop thread.
+ * request for the gate, the SASL mechanism of a SaslHandshake. A Produce v13
+ * request naming a TopicId nobody has told us about is preceded upstream by
+ * syncgate's own Metadata request (an INTERNAL entry) so the gate can name
+ * the topic when the response comes. Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +81,45 @@ static void produce_v14_to_v13(struct evbuffer *in)
 	}
 }
 
+/* Whether a Produce request names a topic by an id the map does not know. */
+static bool has_unknown_topic_id(struct proxy_conn *c, const struct codec_produce_request *req)
+{
+	for (size_t t = 0; t < req->ntopics; t++)
+		if (!req->topics[t].name &&
+		    !proxy_topic_ids_name(c->srv->topic_ids, req->topics[t].topic_id))
+			return true;
+	return false;
+}
+
+/*
+ * Ask the broker for every topic's id (Metadata v12, all topics) ahead of a
+ * Produce v13 request naming an unknown TopicId. The broker answers requests
+ * of a connection in order, so the map knows the id by the time the Produce
+ * response is gated. The entry is INTERNAL: its response is consumed, never
+ * sent to the client. At most one such request is in flight per connection.
+ */
+static int learn_topic_ids_upstream(struct proxy_conn *c)
+{
+	struct proxy_entry *e;
+	TAILQ_FOREACH(e, &c->fifo, link)
+		if (e->kind == PROXY_ENTRY_INTERNAL && e->state == PROXY_ENTRY_IN_FLIGHT)
+			return 0;
+	/* size, header v2 (key 3, version 12, correlation id, client id
+	 * "syncgate", no tags), body (Topics null, AllowAutoTopicCreation
+	 * false, IncludeTopicAuthorizedOperations false, no tags) */
+	uint8_t frame[] = { 0, 0, 0, 23, 0, 3, 0, 12, 0, 0, 0, 0, 0, 8,
+			    's', 'y', 'n', 'c', 'g', 'a', 't', 'e', 0, 0, 0, 0, 0 };
+	e = proxy_entry_new(c, PROXY_ENTRY_INTERNAL);
+	if (!e)
+		return -1;
+	e->api_key = CODEC_API_METADATA;
+	e->api_version = e->client_version = 12;
+	e->correlation_id = -1; /* matched by FIFO position; never reaches a client */
+	LOG_D("topic_ids_learn", "conn=%llu reason=\"Produce names an unknown TopicId\"",
+	      (unsigned long long)c->id);
+	return evbuffer_add(bufferevent_get_output(c->upstream), frame, sizeof(frame));
+}
+
 static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 			  const struct codec_request_header *h)
 {
@@ -107,6 +149,12 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 			produce_v14_to_v13(in);
 		forward(c, in, len);
 		return 0;
+	}
+	if (wire_version >= 13 && c->srv->conf->nmirrors > 0 && has_unknown_topic_id(c, req) &&
+	    learn_topic_ids_upstream(c) < 0) {
+		codec_produce_request_free(req);
+		free(req);
+		return -1;
 	}
 	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
 	if (!e) {
