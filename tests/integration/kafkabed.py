@@ -120,11 +120,15 @@ class KafkaBed:
 
     # -- clusters ------------------------------------------------------------
     def start_cluster(self, name: str, brokers: int = 1, props: Optional[dict] = None,
-                      timeout: float = 120) -> "Cluster":
-        """Start a KRaft cluster (see cluster.sh) and return it once ready."""
+                      timeout: float = 120, listeners: Sequence[str] = ()) -> "Cluster":
+        """Start a KRaft cluster (see cluster.sh) and return it once ready.
+        listeners: extra broker listeners "NAME:PROTOCOL" (e.g. "SSL:SSL"),
+        each on its own port: Cluster.listener(broker_id, NAME)."""
         args = ["start", name, "--brokers", str(brokers), "--timeout", str(int(timeout))]
         for k, v in (props or {}).items():
             args += ["--prop", f"{k}={v}"]
+        for lst in listeners:
+            args += ["--listener", lst]
         t0 = time.monotonic()
         self.sh("cluster.sh", *args, timeout=timeout + 60)
         c = Cluster(self, name)
@@ -288,6 +292,11 @@ class Cluster:
 
     def __repr__(self) -> str:
         return f"Cluster({self.name!r}, {self.bootstrap})"
+
+    def listener(self, broker_id: int, name: str) -> str:
+        """host:port of an extra listener (start_cluster(listeners=...))."""
+        pre = "SG_" + "".join(ch if ch.isalnum() else "_" for ch in self.name.upper())
+        return self.vars[f"{pre}_BROKER_{broker_id}_{name}"]
 
     # -- processes -------------------------------------------------------------
     def stop(self, fast: bool = True) -> None:

@@ -114,7 +114,7 @@ def make_syncgate(bed):
     def factory(source: Cluster, mirrors: Optional[list] = None, broker_id: Optional[int] = None,
                 gate: Optional[dict] = None, advertise: Optional[dict] = None,
                 limits: Optional[dict] = None, extra: Optional[dict] = None,
-                name: Optional[str] = None) -> Syncgate:
+                name: Optional[str] = None, listen_tls: Optional[dict] = None) -> Syncgate:
         bid = broker_id if broker_id is not None else source.broker_ids[0]
         port, admin_port = free_port(), free_port()
         cfg = {
@@ -128,6 +128,8 @@ def make_syncgate(bed):
             "admin": {"listen": f"127.0.0.1:{admin_port}"},
             "log": {"level": "debug"},
         }
+        if listen_tls:
+            cfg["listen"]["tls"] = listen_tls
         if limits:
             cfg["limits"] = limits
         for k, v in (extra or {}).items():
