@@ -273,6 +273,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 	evhttp_set_cb(a->http, "/healthz", healthz_cb, a);
 	evhttp_set_cb(a->http, "/readyz", readyz_cb, a);
 	evhttp_set_cb(a->http, "/v1/mirrors", mirrors_cb, a);
+	proxy_admin_api_register(a->http, conf, gate);
 	LOG_I("admin_listening", "address=%s:%d", conf->admin_listen.host, conf->admin_listen.port);
 	return a;
 }

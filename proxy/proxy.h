@@ -266,5 +266,8 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 				    struct proxy_server *srv, struct mirror_gate *gate);
 /** Close the listener, stop the probe and free; NULL is fine. Loop thread. */
 void proxy_admin_free(struct proxy_admin *a);
+/* admin_api.c: POST /v1/alter and /v1/release (bearer token; see ctl.c). Loop thread. */
+struct evhttp;
+void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate);
 
 #endif

@@ -1,0 +1,250 @@
+/*
+ * admin_api.c — the mutating admin endpoints (KIP "Command-Line Tool";
+ * the contract is proxy/ctl.c's header comment):
+ *   POST /v1/alter   {"mirror","topic","type":"SYNC|ASYNC","add":bool}
+ *   POST /v1/release {"mirror","topics":REGEX|null}
+ * Both need `Authorization: Bearer <token>` equal to the contents of
+ * admin.token_file (read at each call, so the file can be rotated); without a
+ * token file they are refused (403). Answers: 200
+ * {"topics":[{"topic","result","message"}],"warning"?}, or 4xx/5xx
+ * {"error": "..."} (409 when the compatibility probe finds the destination
+ * unable to serve the gate). The work is done by the gate (mirror/ops.c);
+ * the reply is sent when the gate answers, or never if the client went away.
+ * Loop thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+
+#include "proxy/proxy.h"
+
+#define ADMIN_API_MAX_BODY 65536
+
+struct admin_api {
+	struct mirror_gate *gate;
+	char *token_file;            /* copied at registration; NULL: mutating calls refused */
+};
+
+/* One call waiting for the gate. */
+struct admin_call {
+	struct evhttp_request *req;
+	struct evhttp_connection *conn;
+	struct mirror_op *op;
+};
+
+static void reply_json(struct evhttp_request *req, int code, const char *body)
+{
+	struct evbuffer *b = evbuffer_new();
+	if (!b) {
+		evhttp_send_error(req, 500, "out of memory");
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
+	evbuffer_add(b, body, strlen(body));
+	const char *reason = code == 200 ? "OK" : code == 400 ? "Bad Request" : code == 401 ? "Unauthorized"
+			   : code == 403 ? "Forbidden" : code == 404 ? "Not Found" : code == 405 ? "Method Not Allowed"
+			   : code == 409 ? "Conflict" : code == 503 ? "Service Unavailable"
+			   : code == 504 ? "Gateway Timeout" : "Error";
+	evhttp_send_reply(req, code, reason, b);
+	evbuffer_free(b);
+}
+
+static void reply_error(struct evhttp_request *req, int code, const char *msg)
+{
+	json_t *j = json_pack("{s:s}", "error", msg);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_decref(j);
+	reply_json(req, code, s ? s : "{\"error\":\"out of memory\"}");
+	free(s);
+}
+
+/* Constant-time compare of the presented token with the file's. */
+static bool token_ok(const char *want, const char *got)
+{
+	size_t nw = strlen(want), ng = strlen(got);
+	unsigned char d = nw != ng;
+	for (size_t i = 0; i < nw; i++)
+		d |= (unsigned char)want[i] ^ (unsigned char)(i < ng ? got[i] : 0);
+	return d == 0;
+}
+
+/* 0 when authorized; otherwise replied already. */
+static int authorize(struct admin_api *api, struct evhttp_request *req)
+{
+	if (!api->token_file) {
+		reply_error(req, 403, "mutating admin calls are disabled: admin.token_file is not configured");
+		return -1;
+	}
+	FILE *f = fopen(api->token_file, "r");
+	char want[512];
+	size_t n = f ? fread(want, 1, sizeof(want) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	while (n && (want[n - 1] == '\n' || want[n - 1] == '\r' || want[n - 1] == ' '))
+		n--;
+	want[n] = 0;
+	if (n == 0) {
+		LOG_E("admin_token_unreadable", "path=\"%s\"", api->token_file);
+		reply_error(req, 403, "mutating admin calls are disabled: admin.token_file is unreadable or empty");
+		return -1;
+	}
+	const char *h = evhttp_find_header(evhttp_request_get_input_headers(req), "Authorization");
+	if (!h || strncmp(h, "Bearer ", 7) != 0 || !token_ok(want, h + 7)) {
+		LOG_W("admin_unauthorized", "uri=\"%s\" reason=\"%s\"", evhttp_request_get_uri(req),
+		      h ? "wrong token" : "no bearer token");
+		reply_error(req, 401, h ? "invalid bearer token (compare with admin.token_file)"
+					: "a bearer token is required: syncgate-ctl --token-file FILE (admin.token_file)");
+		return -1;
+	}
+	return 0;
+}
+
+/* The request body as JSON, or NULL (replied). */
+static json_t *read_body(struct evhttp_request *req)
+{
+	struct evbuffer *b = evhttp_request_get_input_buffer(req);
+	size_t n = evbuffer_get_length(b);
+	if (n > ADMIN_API_MAX_BODY) {
+		reply_error(req, 400, "request body too large");
+		return NULL;
+	}
+	char *buf = malloc(n + 1);
+	if (!buf) {
+		reply_error(req, 500, "out of memory");
+		return NULL;
+	}
+	evbuffer_copyout(b, buf, n);
+	json_error_t err;
+	json_t *j = json_loadb(buf, n, 0, &err);
+	free(buf);
+	if (!json_is_object(j)) {
+		char msg[300];
+		snprintf(msg, sizeof(msg), "request body is not a JSON object: %s", j ? "wrong type" : err.text);
+		json_decref(j);
+		reply_error(req, 400, msg);
+		return NULL;
+	}
+	return j;
+}
+
+static void call_closed(struct evhttp_connection *conn, void *arg)
+{
+	struct admin_call *c = arg;
+	LOG_I("admin_call_abandoned", "reason=\"client closed the connection before the answer\"");
+	mirror_op_cancel(c->op);
+	free(c);
+}
+
+static void call_answered(void *arg, int status, const char *body)
+{
+	struct admin_call *c = arg;
+	evhttp_connection_set_closecb(c->conn, NULL, NULL);
+	reply_json(c->req, status, body);
+	free(c);
+}
+
+static struct admin_call *call_new(struct evhttp_request *req)
+{
+	struct admin_call *c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->req = req;
+	c->conn = evhttp_request_get_connection(req);
+	return c;
+}
+
+static void call_start(struct admin_call *c, struct mirror_op *op)
+{
+	if (!op) {
+		reply_error(c->req, 500, "out of memory");
+		free(c);
+		return;
+	}
+	c->op = op; /* answered later, from the loop: never inside the gate call */
+	evhttp_connection_set_closecb(c->conn, call_closed, c);
+}
+
+static bool post_only(struct evhttp_request *req)
+{
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST)
+		return true;
+	reply_error(req, 405, "use POST");
+	return false;
+}
+
+static void alter_cb(struct evhttp_request *req, void *arg)
+{
+	struct admin_api *api = arg;
+	if (!post_only(req) || authorize(api, req) != 0)
+		return;
+	json_t *j = read_body(req);
+	if (!j)
+		return;
+	const char *mirror = json_string_value(json_object_get(j, "mirror"));
+	const char *topic = json_string_value(json_object_get(j, "topic"));
+	const char *type = json_string_value(json_object_get(j, "type"));
+	json_t *add = json_object_get(j, "add");
+	if (!mirror || !topic || !type || (strcmp(type, "SYNC") && strcmp(type, "ASYNC")) ||
+	    (add && !json_is_boolean(add))) {
+		reply_error(req, 400, "body: {\"mirror\":str,\"topic\":str,\"type\":\"SYNC\"|\"ASYNC\",\"add\":bool}");
+		json_decref(j);
+		return;
+	}
+	struct admin_call *c = call_new(req);
+	if (!c) {
+		reply_error(req, 500, "out of memory");
+		json_decref(j);
+		return;
+	}
+	LOG_I("admin_alter", "mirror=%s topic=%s type=%s add=%s", mirror, topic, type,
+	      json_is_true(add) ? "true" : "false");
+	call_start(c, mirror_gate_alter(api->gate, mirror, topic, strcmp(type, "SYNC") ? MIRROR_ASYNC : MIRROR_SYNC,
+					json_is_true(add), call_answered, c));
+	json_decref(j);
+}
+
+static void release_cb(struct evhttp_request *req, void *arg)
+{
+	struct admin_api *api = arg;
+	if (!post_only(req) || authorize(api, req) != 0)
+		return;
+	json_t *j = read_body(req);
+	if (!j)
+		return;
+	const char *mirror = json_string_value(json_object_get(j, "mirror"));
+	json_t *topics = json_object_get(j, "topics");
+	if (!mirror || (topics && !json_is_null(topics) && !json_is_string(topics))) {
+		reply_error(req, 400, "body: {\"mirror\":str,\"topics\":regex|null}");
+		json_decref(j);
+		return;
+	}
+	struct admin_call *c = call_new(req);
+	if (!c) {
+		reply_error(req, 500, "out of memory");
+		json_decref(j);
+		return;
+	}
+	LOG_W("admin_release_sync", "mirror=%s topics=\"%s\" reason=\"source-side release (destructive)\"", mirror,
+	      json_is_string(topics) ? json_string_value(topics) : "(all)");
+	call_start(c, mirror_gate_release(api->gate, mirror, json_string_value(topics), call_answered, c));
+	json_decref(j);
+}
+
+void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate)
+{
+	/* Lives as long as the process (the admin listener is never re-created). */
+	static struct admin_api api;
+	api.gate = gate;
+	free(api.token_file);
+	api.token_file = conf->admin_token_file ? strdup(conf->admin_token_file) : NULL;
+	evhttp_set_cb(http, "/v1/alter", alter_cb, &api);
+	evhttp_set_cb(http, "/v1/release", release_cb, &api);
+	if (!api.token_file)
+		LOG_W("admin_mutations_disabled", "reason=\"admin.token_file not configured: /v1/alter and "
+		      "/v1/release refuse every call\"");
+}
