@@ -1,7 +1,8 @@
 """Observability and reload against real Apache Kafka: /healthz and /readyz
 during start-up and while the upstream broker is lost, /metrics through
 promtool and scraped by a real Prometheus, and SIGHUP reloads applied and
-rejected (invariant 6: a bad config gets a clear log line, never a crash)."""
+rejected, TLS certificates swapped by a reload (invariant 6: a bad config
+gets a clear log line, never a crash)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import json
 import os
 import shutil
 import signal
+import socket
+import ssl
 import subprocess
 import time
 import urllib.parse
@@ -20,7 +23,7 @@ import pytest
 import yaml
 
 from kafkabed import wait_until
-from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
+from rawkafka import RawClient, i32, parse_produce_response, produce_body, record_batch, request_header
 from sgfixture import SYNCGATE_BIN, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_gate import gated_setup
 
@@ -231,3 +234,79 @@ def test_reload_rejected_keeps_the_running_config(make_syncgate, source, dest, t
     assert m['syncgate_config_reloads_total{result="success"}'] == 1
     assert m["syncgate_config_last_reload_successful"] == 1
     c.close()
+
+
+def _self_signed(d: str, name: str) -> tuple[str, str]:
+    """A self-signed certificate and key with CN=name, in `d`."""
+    cert, key = os.path.join(d, f"{name}.crt"), os.path.join(d, f"{name}.key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", f"/CN={name}", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True, timeout=60)
+    return cert, key
+
+
+def _tls_connect(port: int) -> ssl.SSLSocket:
+    """A TLS connection that accepts any certificate (we only read it)."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    return ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=10))
+
+
+def _served_cn(s: ssl.SSLSocket) -> str:
+    """The CN of the certificate the server presented."""
+    pem = ssl.DER_cert_to_PEM_cert(s.getpeercert(binary_form=True))
+    out = subprocess.run(["openssl", "x509", "-noout", "-subject"], input=pem, text=True,
+                         capture_output=True, check=True).stdout
+    return out.strip().rsplit("=", 1)[1].strip()
+
+
+def _api_versions_v0(s) -> int:
+    """Send ApiVersions v0 on `s`; returns the response's ErrorCode."""
+    frame = request_header(18, 0, 7)
+    s.sendall(i32(len(frame)) + frame)
+    buf = b""
+    while len(buf) < 4 or len(buf) < 4 + int.from_bytes(buf[:4], "big"):
+        chunk = s.recv(65536)
+        assert chunk, "connection closed"
+        buf += chunk
+    assert int.from_bytes(buf[4:8], "big") == 7
+    return int.from_bytes(buf[8:10], "big", signed=True)
+
+
+def test_reload_swaps_tls_certificate_and_keeps_connections(make_syncgate, source, tmp_path):
+    """listen.tls.cert/key are re-read on SIGHUP: new connections get the new
+    certificate, open ones continue; an unreadable certificate is rejected
+    and the one in force stays."""
+    a_cert, a_key = _self_signed(str(tmp_path), "cert-a")
+    b_cert, b_key = _self_signed(str(tmp_path), "cert-b")
+    cert, key = str(tmp_path / "server.crt"), str(tmp_path / "server.key")
+    shutil.copy(a_cert, cert)
+    shutil.copy(a_key, key)
+    port = free_port()
+    sg = make_syncgate(source, extra={"listen": {"kafka": f"127.0.0.1:{port}",
+                                                 "tls": {"cert": cert, "key": key}}})
+    old = _tls_connect(port)
+    assert _served_cn(old) == "cert-a"
+    assert _api_versions_v0(old) == 0
+
+    shutil.copy(b_cert, cert)
+    shutil.copy(b_key, key)
+    reload(sg, sg.config)
+    new = _tls_connect(port)
+    assert _served_cn(new) == "cert-b"
+    assert _api_versions_v0(new) == 0
+    assert _api_versions_v0(old) == 0  # not dropped by the reload
+
+    with open(cert, "w") as f:
+        f.write("not a certificate\n")
+    after = reload(sg, sg.config, event="reload_failed")
+    assert "ERROR reload_failed" in after
+    third = _tls_connect(port)
+    assert _served_cn(third) == "cert-b"
+    assert _api_versions_v0(third) == 0 and _api_versions_v0(old) == 0
+    m = sg.metrics()
+    assert m['syncgate_config_reloads_total{result="failure"}'] == 1
+    assert m['syncgate_config_reloads_total{result="success"}'] == 1
+    for s in (old, new, third):
+        s.close()
