@@ -4,7 +4,9 @@
 # On a fresh Debian 12 machine: installs dependencies, fetches the Apache
 # Kafka jars, builds syncgate (meson, warnings as errors), runs the unit tests
 # (meson test), then the integration suite against real Kafka
-# (/usr/bin/python3 -m pytest -v tests/integration), and prints one summary
+# (/usr/bin/python3 -m pytest -v tests/integration), then the unit tests
+# again under ASan+UBSan, each fuzz target briefly, the deployment checks and
+# the sandbox (up, demo, down), and prints one summary
 # line "N passed, N failed" for both. Exits non-zero on any failure; a step
 # that fails before its tests run counts as one failure (a failed install
 # stops there; a failed build skips the unit tests, the Kafka suite still runs).
@@ -122,6 +124,33 @@ EOF
   if [ -n "$left" ]; then
     failed=$((failed + 1)); notes+=("FAILED: test-bed processes left running: $left")
   fi
+fi
+
+# one-shot checks, each counted as one test: check NAME cmd...
+check() {
+  local name="$1"; shift
+  step "$name"
+  if "$@"; then passed=$((passed + 1)); notes+=("$name: passed")
+  else failed=$((failed + 1)); notes+=("FAILED: $name"); fi
+}
+
+if [ $unit -eq 1 ]; then
+  # ASan + UBSan build of the unit tests (halts on the first report)
+  asan_tests() {
+    [ -f build-asan/build.ninja ] || meson setup build-asan -Dwerror=true \
+      -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || return 1
+    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+      meson test -C build-asan --print-errorlogs
+  }
+  check "unit tests under ASan+UBSan (build-asan)" asan_tests
+  # every libFuzzer target briefly, seeded with the golden frames
+  check "fuzz targets, ${SG_FUZZ_SECONDS:-10}s each (tests/fuzz/run.sh)" \
+    sh tests/fuzz/run.sh "${SG_FUZZ_SECONDS:-10}"
+  check "deployment artefacts (tests/deploy/check.sh)" env BUILD_DIR="$BUILD_DIR" bash tests/deploy/check.sh
+fi
+if [ $integ -eq 1 ]; then
+  check "sandbox up, demo, down (tests/deploy/sandbox.sh)" \
+    env SG_SKIP_INSTALL=1 SG_SKIP_BUILD=1 SG_BUILD_DIR="$BUILD_DIR" bash tests/deploy/sandbox.sh
 fi
 
 notes+=("total time $((SECONDS - t_start))s")
