@@ -188,10 +188,14 @@ static void op_check(struct mirror_op *op, int64_t now)
 	}
 	if (all) {
 		json_t *topics = json_array();
-		for (size_t i = 0; i < op->nitems; i++)
+		for (size_t i = 0; i < op->nitems; i++) {
+			char msg[800];
+			/* the warning in each message too: syncgate-ctl's table prints messages */
+			snprintf(msg, sizeof(msg), "%s%s%s%s", op->items[i].message, op->warning[0] ? " (warning: " : "",
+				 op->warning, op->warning[0] ? ")" : "");
 			json_array_append_new(topics, json_pack("{s:s, s:s, s:s}", "topic", op->items[i].topic,
-								"result", op->items[i].result, "message",
-								op->items[i].message));
+								"result", op->items[i].result, "message", msg));
+		}
 		op_answer(op, 200, json_pack("{s:o}", "topics", topics));
 	} else if (now >= op->deadline_ms) {
 		op_error(op, 504, "the state log did not confirm within %d ms; the change may still apply",
