@@ -223,7 +223,8 @@ EOF
     } > "$nd/server.properties"
   done
 
-  # format all nodes in parallel (KRaft dynamic quorum, single voter)
+  # format all nodes in parallel (KRaft dynamic quorum, single voter); the id
+  # is passed as --cluster-id=ID because a base64 id may start with "-"
   sg_log "cluster $name: formatting $(echo $nodes | wc -w) node(s) in $cd"
   local pids=() fmt
   for node in $nodes; do
@@ -232,7 +233,7 @@ EOF
     # shellcheck disable=SC2046
     "$SG_JAVA" -Xmx128m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 \
       -Dlog4j2.configurationFile="$SG_KAFKA_DIR/log4j2.properties" -cp "$SG_KAFKA_LIBS/*" \
-      kafka.tools.StorageTool format -c "$cd/node-$node/server.properties" -t "$cid" $fmt \
+      kafka.tools.StorageTool format -c "$cd/node-$node/server.properties" --cluster-id="$cid" $fmt \
       > "$cd/node-$node/format.log" 2>&1 &
     pids+=($!)
   done
