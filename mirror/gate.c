@@ -62,9 +62,15 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
+/* Whether (mirror, topic) holds acks now. Until the state log has been read
+ * up to its boot high watermark, a topic the config desires SYNC gates too
+ * (fail closed at restart: the log may say it is effective SYNC); once the
+ * log is read, waiters of topics that turn out not to gate are released. */
 static bool tstate_gating(const struct mirror_tstate *t)
 {
-	return t->ls.effective == MIRROR_SYNC && !t->ls.released;
+	if (t->ls.effective == MIRROR_SYNC && !t->ls.released)
+		return true;
+	return !t->link->gate->state_ready && t->ls.desired == MIRROR_SYNC && !t->ls.released;
 }
 
 static void tstate_metrics(struct mirror_tstate *t)
@@ -658,6 +664,11 @@ void mirror_gate_apply(struct mirror_gate *g, const struct mirror_msg *m)
 			LOG_I("mirror_state_log_caught_up", "topic=%s", g->conf->state_topic ? g->conf->state_topic : "?");
 		g->state_ready = true;
 		metric_set(g->m_state_ready, 1);
+		for (size_t i = 0; i < g->nlinks; i++) /* held while the log was read */
+			for (size_t b = 0; b < g->links[i]->nbuckets; b++)
+				for (struct mirror_tstate *t = g->links[i]->buckets[b]; t; t = t->next)
+					if (!tstate_gating(t))
+						tstate_release_waiters(t);
 		mirror_gate_tick(g);
 		break;
 	case MIRROR_MSG_DECIDER:
@@ -758,6 +769,8 @@ int mirror_gate_inject_report(struct mirror_gate *g, const struct mirror_report 
 
 int mirror_gate_inject_record(struct mirror_gate *g, const char *json)
 {
+	if (!json)
+		return mirror_bridge_post_msg(g->bridge, MIRROR_MSG_STATE_CAUGHT_UP, -1, NULL, NULL, 0);
 	return mirror_bridge_post_msg(g->bridge, MIRROR_MSG_STATE_RECORD, -1, NULL, json, strlen(json));
 }
 
@@ -813,6 +826,8 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 		if (after.desired == MIRROR_SYNC && l->worker) /* make the worker track it */
 			mirror_worker_demand(l->worker, t->topic, 0, -1, 0);
 	}
+	if (!tstate_gating(t)) /* e.g. replayed ALTER ASYNC while the log was read */
+		tstate_release_waiters(t);
 	tstate_metrics(t);
 	if (out.count_rejected) {
 		count_rejected(l, t->topic, out.reject);
@@ -1023,6 +1038,8 @@ struct mirror_gate *mirror_gate_new_ex(struct event_base *base, const struct con
 		/* No state log (unit tests; a loaded config always names one):
 		 * this gate decides and applies its own records at once. */
 		g->state_ready = g->decider = true;
+		if (flags & MIRROR_GATE_STATE_PENDING)
+			g->state_ready = false;
 	} else if (!(g->log = mirror_statelog_start(conf, g->bridge))) {
 		goto fail;
 	}
