@@ -1,0 +1,253 @@
+"""Limits and lifecycle of the proxy against real Apache Kafka: held-bytes
+caps stop reading (backpressure) and reading resumes after release; no fd or
+memory leak over 10,000 connections; the upstream connect timeout; graceful
+SIGTERM; the broker killed under many in-flight gated requests (S12)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from kafkabed import wait_until
+from rawkafka import RawClient, produce_body, record_batch
+from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
+from test_gate import NOT_ENOUGH_REPLICAS_AFTER_APPEND, wait_sync
+
+
+def fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_kb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def gated(source, dest, make_syncgate, make_testmirror, topic, **kw):
+    source.create_topic(topic, partitions=1)
+    dest.create_topic(topic, partitions=1)
+    mirror = make_testmirror([topic], source=source, dest=dest)
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic])], **kw)
+    wait_sync(sg, "dr", topic)
+    return sg, mirror
+
+
+# -- backpressure -------------------------------------------------------------------
+
+@pytest.mark.parametrize("limits,nconns", [
+    ({"max_held_bytes_per_connection": 16384}, 1),
+    ({"max_held_bytes": 16384, "max_held_bytes_per_connection": 16384}, 2),
+], ids=["per-connection", "global"])
+def test_held_bytes_cap_stops_reading_then_resumes(make_syncgate, make_testmirror, source, dest,
+                                                   topic_name, limits, nconns):
+    """Invariant 5: with the mirror paused, pipelined acks=all Produce
+    requests (20 KB each, 40 MB in all) stop being read once the held
+    responses pass the cap — few reach the broker, syncgate's RSS stays
+    small — and after the mirror resumes every response arrives, in order,
+    successful."""
+    sg, mirror = gated(source, dest, make_syncgate, make_testmirror, topic_name, limits=limits)
+    rss0 = rss_kb(sg.proc.pid)
+    per_conn = 2000 // nconns
+    batch = record_batch([b"x" * 20000])
+    body = produce_body(9, -1, 60000, {topic_name: {0: batch}})
+    clients = [RawClient("127.0.0.1", sg.port, timeout=120) for _ in range(nconns)]
+    mirror.pause()
+    sent = [0] * nconns
+
+    def pump(i):
+        for _ in range(per_conn):
+            clients[i].send(0, 9, body)
+            sent[i] += 1
+
+    threads = [threading.Thread(target=pump, args=(i,), daemon=True) for i in range(nconns)]
+    try:
+        for t in threads:
+            t.start()
+        time.sleep(5)
+        appended = source.high_watermark(topic_name, 0)
+        rss_held = rss_kb(sg.proc.pid)
+        held = sg.metric("syncgate_held_bytes")
+        assert appended < 400, f"{appended} requests read despite the cap"
+        assert sum(sent) < 2000, "the clients were never pushed back"
+        assert rss_held - rss0 < 30 * 1024, (rss0, rss_held)
+        # requests already forwarded when the cap was crossed are still held
+        # (the cap stops reading; it cannot recall what the broker has)
+        assert held < appended * 1024, (held, appended)
+    finally:
+        mirror.resume()
+    for t in threads:
+        t.join(120)
+    for c in clients:
+        corrs = [c.recv()[0] for _ in range(per_conn)]
+        assert corrs == list(range(1, per_conn + 1))
+        c.close()
+    assert source.high_watermark(topic_name, 0) == 2000
+    wait_until(lambda: sg.metric("syncgate_held_bytes") == 0, timeout=10, what="nothing held")
+    print(f"\nbackpressure[{nconns} conn]: rss before {rss0} kB, while held {rss_held} kB, "
+          f"{appended} of 2000 requests read while the mirror was paused, held bytes {held}")
+
+
+# -- connection churn ---------------------------------------------------------------
+
+def test_no_fd_or_memory_leak_after_10000_connections(make_syncgate, source):
+    """10,000 connects and disconnects (a third with a request answered, a
+    third closing with a request in flight, a third idle): afterwards the fd
+    count is unchanged and RSS grew by less than 2 MB."""
+    sg = make_syncgate(source)
+    pid = sg.proc.pid
+    from rawkafka import TAGS0, i32, request_header, string
+    body = string("churn", True) + string("1.0", True) + TAGS0
+    req = request_header(18, 3, 1) + body
+    frame = i32(len(req)) + req
+
+    def churn(n):
+        for i in range(n):
+            s = socket.create_connection(("127.0.0.1", sg.port), timeout=10)
+            if i % 3 == 0:
+                s.sendall(frame)
+                s.recv(4)
+            elif i % 3 == 1:
+                s.sendall(frame)
+            s.close()
+
+    churn(500)  # warm up allocator pools
+    wait_until(lambda: sg.metrics().get("syncgate_client_connections") == 0, timeout=30,
+               what="warm-up connections closed")
+    fd0, rss0 = fds(pid), rss_kb(pid)
+    churn(10000)
+    wait_until(lambda: sg.metrics().get("syncgate_client_connections") == 0, timeout=60,
+               what="all connections closed")
+    time.sleep(0.5)
+    fd1, rss1 = fds(pid), rss_kb(pid)
+    print(f"\nchurn: fds {fd0} -> {fd1}, rss {rss0} kB -> {rss1} kB")
+    assert fd1 == fd0
+    assert rss1 - rss0 < 2048
+
+
+# -- upstream connect timeout -------------------------------------------------------
+
+def test_upstream_connect_timeout_closes_the_client(make_syncgate, source):
+    """The broker address is a black hole (a listening socket whose backlog
+    is full, so SYNs are dropped): the client is closed after
+    upstream.connect_timeout_ms, with the reason logged."""
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(0)
+    fillers = []
+    for _ in range(4):  # fill the accept queue; later SYNs go unanswered
+        s = socket.socket()
+        s.setblocking(False)
+        s.connect_ex(hole.getsockname())
+        fillers.append(s)
+    time.sleep(0.2)
+    try:
+        sg = make_syncgate(source, extra={"upstream": {
+            "broker": "127.0.0.1:%d" % hole.getsockname()[1], "connect_timeout_ms": 1000}})
+        c = RawClient("127.0.0.1", sg.port, timeout=10)
+        t0 = time.monotonic()
+        with pytest.raises(ConnectionError):
+            c.api_versions()
+        waited = time.monotonic() - t0
+        c.close()
+        assert 0.8 <= waited <= 3.0, waited
+        assert "upstream_connect_timeout" in sg.log()
+    finally:
+        for s in fillers:
+            s.close()
+        hole.close()
+
+
+# -- graceful shutdown --------------------------------------------------------------
+
+@pytest.mark.parametrize("release", ["mirror_resumes", "hold_times_out"])
+def test_sigterm_lets_a_held_response_finish_then_exits_0(make_syncgate, make_testmirror, source,
+                                                          dest, topic_name, release):
+    """SIGTERM with a held Produce response: new connections are refused, the
+    held response still goes out (released by the mirror, or at its timeout
+    with the down-mapped code), then the process exits 0."""
+    sg, mirror = gated(source, dest, make_syncgate, make_testmirror, topic_name)
+    c = RawClient("127.0.0.1", sg.port, timeout=30)
+    mirror.pause()
+    try:
+        c.send(0, 9, produce_body(9, -1, 4000, {topic_name: {0: record_batch([b"x"])}}))
+        wait_until(lambda: sg.metric("syncgate_held_responses") == 1, timeout=10,
+                   what="the response held")
+        sg.proc.popen.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", sg.port), timeout=2).recv(1)
+        assert sg.proc.alive()
+        if release == "mirror_resumes":
+            mirror.resume()
+        from rawkafka import parse_produce_response
+        _, body = c.recv()
+        (p,) = parse_produce_response(body, 9).topics[topic_name]
+        if release == "mirror_resumes":
+            assert p.error_code == 0
+        else:
+            assert p.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        assert sg.proc.popen.wait(10) == 0
+    finally:
+        mirror.resume()
+        c.close()
+    assert "shutdown" in sg.log()
+
+
+# -- broker killed mid-flight (S12) ----------------------------------------------------
+
+def test_broker_killed_with_many_in_flight(make_syncgate, make_testmirror, make_cluster, dest,
+                                           topic_name):
+    """S12: four connections pipeline 300 acks=all Produce requests each to a
+    gated topic; the broker is SIGKILLed mid-flight. Every response a client
+    got is a success the mirror confirmed (its offset is on the destination)
+    or a retriable error — never -1 — and every connection ends closed."""
+    src = make_cluster("s12k", brokers=1)
+    sg, mirror = gated(src, dest, make_syncgate, make_testmirror, topic_name)
+    body = produce_body(9, -1, 30000, {topic_name: {0: record_batch([b"y" * 200])}})
+    results: list[list] = [[] for _ in range(4)]
+
+    def client(i):
+        c = RawClient("127.0.0.1", sg.port, timeout=60)
+        from rawkafka import parse_produce_response
+        try:
+            for _ in range(300):
+                c.send(0, 9, body)
+            for _ in range(300):
+                _, b = c.recv()
+                results[i].append(parse_produce_response(b, 9).topics[topic_name][0])
+        except (ConnectionError, OSError):
+            results[i].append("closed")
+        finally:
+            c.close()
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    wait_until(lambda: dest.high_watermark(topic_name, 0) > 100, timeout=30,
+               what="some records mirrored (and acked) before the kill")
+    src.stop_broker(src.broker_ids[0], kill=True)
+    for t in threads:
+        t.join(120)
+    dest_hw = dest.high_watermark(topic_name, 0)
+    oks = 0
+    for r in results:
+        assert r and r[-1] == "closed" or len(r) == 300
+        for p in r:
+            if p == "closed":
+                continue
+            assert p.error_code != -1
+            if p.error_code == 0:
+                oks += 1
+                assert p.base_offset < dest_hw, "acked but not on the mirror"
+            else:
+                assert p.error_code in (NOT_ENOUGH_REPLICAS_AFTER_APPEND, 6, 7, 19), p
+    print(f"\nS12: {oks} acked before the kill, all on the destination (HW {dest_hw})")
+    assert sg.proc.alive()
