@@ -108,7 +108,7 @@ void conf_log(enum log_level lvl, const char *event, const char *fmt, ...)
 		}
 	}
 	size_t len = (size_t)head;
-	if (body > 0) {
+	if (body > 0 && fmt) {
 		buf[len++] = ' ';
 		vsnprintf(buf + len, (size_t)body + 1, fmt, ap2);
 		one_line(buf + len, (size_t)body);
