@@ -855,6 +855,33 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 		tstate_check_promotion(t);
 }
 
+/* A reload added mirror `name`: apply its records read while it was not
+ * configured, in log order, and forget them. */
+static void replay_unapplied(struct mirror_gate *g, const char *name)
+{
+	size_t keep = 0, n = g->nunapplied;
+	char **recs = g->unapplied;
+	g->unapplied = NULL;
+	g->nunapplied = 0;
+	for (size_t i = 0; i < n; i++) {
+		char m[256], t[512];
+		struct mirror_record r;
+		if (mirror_record_from_json(recs[i], strlen(recs[i]), m, sizeof(m), t, sizeof(t), &r) == 0 &&
+		    strcmp(m, name) == 0) {
+			mirror_gate_apply_record(g, recs[i], strlen(recs[i]), -1);
+			free(recs[i]);
+		} else {
+			recs[keep++] = recs[i];
+		}
+	}
+	/* records applied above for other (still unknown) mirrors were re-kept */
+	for (size_t i = 0; i < g->nunapplied; i++)
+		free(g->unapplied[i]);
+	free(g->unapplied);
+	g->unapplied = recs;
+	g->nunapplied = keep;
+}
+
 void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t len, int64_t offset)
 {
 	char mirror[256], topic[512];
@@ -865,8 +892,18 @@ void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t le
 	}
 	struct mirror_link *l = link_find_name(g, mirror);
 	if (!l) {
-		LOG_D("mirror_state_record_skipped", "offset=%" PRId64 " mirror=%s reason=\"mirror not configured\"",
-		      offset, mirror);
+		LOG_D("mirror_state_record_kept", "offset=%" PRId64 " mirror=%s reason=\"mirror not configured; "
+		      "applied if a reload adds it\"", offset, mirror);
+		char **a = g->nunapplied < MIRROR_MAX_UNAPPLIED
+				   ? realloc(g->unapplied, (g->nunapplied + 1) * sizeof(*a)) : NULL;
+		char *copy = a ? strndup(data, len) : NULL;
+		if (a)
+			g->unapplied = a;
+		if (copy)
+			g->unapplied[g->nunapplied++] = copy;
+		else
+			LOG_W("mirror_state_record_dropped", "offset=%" PRId64 " mirror=%s reason=\"too many records "
+			      "of unconfigured mirrors, or out of memory\"", offset, mirror);
 		return;
 	}
 	struct mirror_tstate *t = mirror_tstate_get(l, topic, true);
@@ -1085,6 +1122,9 @@ void mirror_gate_free(struct mirror_gate *g)
 	while (g->done)
 		mirror_wait_cancel(g->done); /* resolved by the releases above */
 	free(g->links);
+	for (size_t i = 0; i < g->nunapplied; i++)
+		free(g->unapplied[i]);
+	free(g->unapplied);
 	if (g->done_ev)
 		event_free(g->done_ev);
 	if (g->tick_ev)
@@ -1206,8 +1246,10 @@ int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf)
 	g->links = links;
 	g->nlinks = conf->nmirrors;
 	for (size_t i = 0; i < g->nlinks; i++)
-		if (isnew[i])
+		if (isnew[i]) {
+			replay_unapplied(g, g->links[i]->name);
 			link_start(g, g->links[i]);
+		}
 	free(isnew);
 	free(res);
 	free(nres);

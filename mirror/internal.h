@@ -28,6 +28,7 @@
 
 #define MIRROR_NO_HEAP UINT32_MAX
 #define MIRROR_MAX_PARTITIONS 100000 /* reports above are dropped */
+#define MIRROR_MAX_UNAPPLIED 100000  /* kept state-log records of unconfigured mirrors */
 
 struct mirror_worker;
 struct mirror_bridge;
@@ -134,6 +135,9 @@ struct mirror_gate {
 	struct mirror_op *ops;      /* admin calls not answered yet */
 	struct mirror_probe *probes; /* compat probes running (threads joined at free) */
 	struct metric *m_decider, *m_state_ready;
+	char **unapplied;           /* records of mirrors not configured (yet): replayed, in
+				     * log order, when a reload adds the mirror */
+	size_t nunapplied;
 };
 
 /* What a bridge message carries. */

@@ -376,3 +376,23 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 	report("orders-eu", 0, 1, 10, 10, NULL);
 	cr_assert_eq(info("orders-eu").effective, MIRROR_SYNC, "promotions resume once ready");
 }
+
+Test(gate_lifecycle, records_of_a_mirror_added_by_reload_are_applied_then)
+{
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}");
+	pump();
+	static struct conf_mirror two[2];
+	static struct conf c2;
+	two[0] = mir;
+	two[1] = mir;
+	two[1].name = (char *)"dr2";
+	c2 = cfg;
+	c2.mirrors = two;
+	c2.nmirrors = 2;
+	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	struct mirror_topic_info ti;
+	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
+	cr_assert_eq(ti.desired, MIRROR_ASYNC, "the log's ALTER, not sync_topics");
+	cr_assert_eq(mirror_gate_topic_info(g, "dr", "orders", &ti), 0);
+	cr_assert_eq(ti.desired, MIRROR_SYNC);
+}
