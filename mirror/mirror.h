@@ -12,6 +12,13 @@
  * NOT_ENOUGH_REMOTE_REPLICAS_AFTER_APPEND when a mirror's ISR < MinISR, and
  * fails with MIRROR_SYNC_REPLICATION_TIMEOUT at the deadline.
  *
+ * Lifecycle (KIP desired/effective mirror type, Released, RecoveryPromotion,
+ * pendingRecoveryPromotion, RetryAttempt): mirror/lifecycle.h's state machine,
+ * fed by the state log on the source cluster (mirror/statelog.c) that every
+ * sidecar folds in order; one sidecar at a time (the decider) writes
+ * promotions and timeout demotions; operator calls are mirror_gate_alter()
+ * and mirror_gate_release() below.
+ *
  * Threads: the gate and everything reachable from `struct mirror_gate` belong
  * to the event-loop thread; every function here is loop-thread only unless it
  * says otherwise. librdkafka calls that block run on a mirror worker thread;
@@ -66,8 +73,10 @@ void mirror_gate_free(struct mirror_gate *g);
 
 /**
  * Apply a reloaded config: mirrors added or removed, topic lists and timeouts.
- * A removed mirror or a topic no longer desired SYNC completes its waiters
- * at once under the async predicate. Loop thread.
+ * A removed mirror, or a topic no longer desired SYNC (sync_topics decide the
+ * desired type only while the state log has no ALTER for the topic),
+ * completes its waiters at once under the async predicate. State-log records
+ * of a mirror the reload adds are applied then. Loop thread.
  */
 int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf);
 
@@ -154,8 +163,8 @@ int mirror_gate_inject_report(struct mirror_gate *g, const struct mirror_report 
 
 /** What the gate knows about one (mirror, source topic). */
 struct mirror_topic_info {
-	enum mirror_type desired;   /* SYNC when the topic matches sync_topics */
-	enum mirror_type effective; /* SYNC once promoted at lag zero */
+	enum mirror_type desired;   /* last ALTER in the state log, else sync_topics */
+	enum mirror_type effective; /* SYNC once promoted at lag zero (REGISTER in the log) */
 	bool released;              /* KIP sticky Released marker */
 	bool recovery_pending;      /* KIP pendingRecoveryPromotion */
 	int32_t retry_attempt;      /* KIP RetryAttempt: rejected promotions in a row */
