@@ -104,7 +104,7 @@ def test_two_sidecars_alter_async_obeyed_by_both_within_1s(
     """An operator intent written through one sidecar is applied by every
     sidecar sharing the state log (log order), within a second."""
     setup_topic(source, dest, topic_name)
-    make_testmirror([topic_name])
+    mirror = make_testmirror([topic_name])
     st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
     mirrors = [mirror_conf("dr", dest, [topic_name])]
     a = start(make_syncgate, source, mirrors, st, tok, name="sg-a")
@@ -114,13 +114,29 @@ def test_two_sidecars_alter_async_obeyed_by_both_within_1s(
     # one decider at a time
     wait_until(lambda: [describe(a)["decider"], describe(b)["decider"]].count(True) == 1, timeout=30,
                what="exactly one decider")
-    t0 = time.monotonic()
-    status, doc = call(b, "/v1/alter", {"mirror": "dr", "topic": topic_name, "type": "ASYNC", "add": False})
-    assert status == 200, doc
-    assert results(doc) == {topic_name: "DEMOTED"}
-    wait_until(lambda: all(topic_state(sg, "dr", topic_name)["effective"] == "ASYNC" for sg in (a, b)),
-               timeout=1.0, interval=0.02, what="both sidecars demoted")
-    assert time.monotonic() - t0 < 2.0
+    # a produce held by sidecar b (destination behind) ...
+    mirror.pause()
+    acked = []
+    p = Producer({"bootstrap.servers": b.bootstrap, "acks": "all", "linger.ms": 0,
+                  "request.timeout.ms": 60000, "message.timeout.ms": 120000})
+    p.produce(topic_name, value=b"held", partition=0, on_delivery=lambda err, msg: acked.append(err))
+    flusher = threading.Thread(target=p.flush, args=(90,))
+    flusher.start()
+    try:
+        time.sleep(1.5)
+        assert acked == [], "held on b while the mirror is paused"
+        # ... is released by an --alter --async sent to sidecar a
+        t0 = time.monotonic()
+        status, doc = call(a, "/v1/alter", {"mirror": "dr", "topic": topic_name, "type": "ASYNC", "add": False})
+        assert status == 200, doc
+        assert results(doc) == {topic_name: "DEMOTED"}
+        wait_until(lambda: all(topic_state(sg, "dr", topic_name)["effective"] == "ASYNC" for sg in (a, b)),
+                   timeout=1.0, interval=0.02, what="both sidecars demoted")
+        wait_until(lambda: acked == [None], timeout=1.0, interval=0.02, what="b acked under the async predicate")
+        assert time.monotonic() - t0 < 2.0
+    finally:
+        mirror.resume()
+        flusher.join(30)
     for sg in (a, b):
         t = topic_state(sg, "dr", topic_name)
         assert (t["desired"], t["effective"]) == ("ASYNC", "ASYNC")
