@@ -578,9 +578,17 @@ static void cross_checks(struct loader *L, struct conf *c, const struct scope *s
 	if (!c->upstream_tls.cert != !c->upstream_tls.key)
 		err_at(L, sc->marks[i_utls], "upstream.tls: cert and key must be set together");
 
-	if (!c->advertise_template && c->listen_kafka.host &&
-	    asprintf(&c->advertise_template, "{host}:%d", c->listen_kafka.port) < 0)
-		c->advertise_template = NULL;
+	/* default: sidecar "{host}:<listen port>"; gateway: the listen host when
+	 * it is a real address (the port is base_port + id either way) */
+	if (!c->advertise_template && c->listen_kafka.host) {
+		const char *h = c->listen_kafka.host;
+		bool wildcard = !strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !*h;
+		int rc = c->mode == CONF_MODE_GATEWAY && !wildcard
+				 ? asprintf(&c->advertise_template, strchr(h, ':') ? "[%s]" : "%s", h)
+				 : asprintf(&c->advertise_template, "{host}:%d", c->listen_kafka.port);
+		if (rc < 0)
+			c->advertise_template = NULL;
+	}
 }
 
 static struct conf *load_buffer(const char *name, const unsigned char *buf, size_t len, struct conf_errors *errs)

@@ -250,7 +250,8 @@ const struct conf_setting conf_settings[] = {
 	    "How clients see each broker: every broker address in a response is replaced by the syncgate that fronts it."),
 	{ "advertise.template", CONF_T_STRING, C(advertise_template), 0, 0, 0, 0, NULL, NULL, check_template,
 	  "Address advertised for a broker; `{host}` = the broker's advertised host, `{id}` = its node id. "
-	  "Default: `{host}:<port of listen.kafka>`." },
+	  "Default: `{host}:<port of listen.kafka>`; gateway mode: the host of `listen.kafka` "
+	  "(unless it is a wildcard address), port `base_port + id`." },
 	{ "advertise.nodes", CONF_T_NODES, C(advertise_nodes), C(nadvertise_nodes), 0, 0, 0, NULL, NULL, NULL,
 	  "Explicit map node id → `host:port`, e.g. `{1: \"kafka-1.example.com:19092\"}`; wins over `template` for the ids it names." },
 	{ "advertise.base_port", CONF_T_INT, C(advertise_base_port), 0, 0, 1, 65535, NULL, NULL, NULL,
