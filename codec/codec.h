@@ -19,6 +19,19 @@
  *
  * Threads: every function is thread-agnostic (no shared mutable state).
  */
+/*
+ * Message functions, one set per message for all its versions:
+ *   codec_<msg>_decode(iov, niov, version, out): decode a whole body (the
+ *     bytes after the request/response header). `out` is zeroed first and
+ *     belongs to the caller afterwards: call codec_<msg>_free() whatever the
+ *     result (what was decoded before an error is released too). Versions
+ *     outside the message's range give CODEC_ERR_UNSUPPORTED; bytes left over
+ *     give CODEC_ERR_BAD_MSG.
+ *   codec_<msg>_encode(m, version, out): append the body to `out` (sets
+ *     out->flexible); returns out->err. Unknown tagged fields go back
+ *     verbatim, so decode then encode at the same version gives the same
+ *     bytes (for the minimal varints Kafka writes, and strings without NUL).
+ */
 #ifndef SYNCGATE_CODEC_H
 #define SYNCGATE_CODEC_H
 
@@ -42,6 +55,7 @@ enum codec_err {
 	CODEC_ERR_NOMEM,       /* allocation failed */
 	CODEC_ERR__COUNT
 };
+/** Static description of `e`. */
 const char *codec_err_str(enum codec_err e);
 
 /** One contiguous piece of a frame. Borrowed; must outlive the decode call. */
@@ -66,6 +80,7 @@ struct codec_reader {
 	bool flexible;    /* compact strings/arrays and tagged fields (set per message) */
 };
 
+/** Start reading `niov` segments (borrowed) at offset 0, classic encoding. */
 void codec_reader_init(struct codec_reader *r, const struct codec_iov *iov, int niov);
 
 /** Growable output buffer with a hard limit (curl dynbuf style). */
@@ -77,6 +92,7 @@ struct codec_buf {
 	enum codec_err err;
 	bool flexible;  /* encoders set it: compact strings/arrays, tagged fields */
 };
+/** Empty buffer that may grow to `limit` bytes; codec_buf_free() releases it. */
 void codec_buf_init(struct codec_buf *b, size_t limit);
 void codec_buf_free(struct codec_buf *b);
 
@@ -128,6 +144,7 @@ bool codec_reader_sub(struct codec_reader *r, size_t n, struct codec_reader *sub
  */
 void codec_reader_join(struct codec_reader *r, const struct codec_reader *sub);
 
+/** Big-endian fixed-width integers. */
 int8_t codec_read_i8(struct codec_reader *r);
 int16_t codec_read_i16(struct codec_reader *r);
 int32_t codec_read_i32(struct codec_reader *r);
@@ -139,9 +156,11 @@ uint32_t codec_read_uvarint(struct codec_reader *r);
 /** Zigzag varint (int32) and varlong (int64, ≤ 10 bytes). */
 int32_t codec_read_varint(struct codec_reader *r);
 int64_t codec_read_varlong(struct codec_reader *r);
+/** 16 raw bytes (Uuid). */
 void codec_read_uuid(struct codec_reader *r, uint8_t out[16]);
 /** Copy `n` bytes out (all or none). */
 void codec_read_raw(struct codec_reader *r, void *dst, size_t n);
+/** Skip `n` bytes without copying (UNDERFLOW if fewer remain). */
 void codec_read_skip(struct codec_reader *r, size_t n);
 /**
  * A string (int16 / compact length) or, with `bytes`, a bytes field (int32 /
@@ -172,6 +191,7 @@ typedef bool (*codec_tag_fn)(void *ctx, struct codec_reader *r, uint32_t tag, ui
  * (skipped when `keep` is NULL). `fn` may be NULL.
  */
 void codec_read_tags(struct codec_reader *r, struct codec_tags *keep, codec_tag_fn fn, void *ctx);
+/** Release preserved tagged fields. */
 void codec_tags_free(struct codec_tags *t);
 
 /** Reads one array element into `elem` (zeroed beforehand). */
@@ -194,6 +214,7 @@ void codec_array_free(void *v, size_t n, size_t elem_size, void (*fn)(void *elem
 
 /* Writer primitives: append to `b`; after an error they do nothing. */
 void codec_write_raw(struct codec_buf *b, const void *p, size_t n);
+/** Big-endian integers, Kafka bool, (zigzag) varints, Uuid. */
 void codec_write_i8(struct codec_buf *b, int8_t v);
 void codec_write_i16(struct codec_buf *b, int16_t v);
 void codec_write_i32(struct codec_buf *b, int32_t v);
@@ -220,6 +241,7 @@ typedef void (*codec_elem_write_fn)(struct codec_buf *b, const void *elem, void 
 /** Write an array: count, then `fn` on each of the `n` elements. */
 void codec_write_array(struct codec_buf *b, const void *v, size_t n, size_t elem_size,
 		       codec_elem_write_fn fn, void *ctx);
+/** Write an int32 array. */
 void codec_write_int32s(struct codec_buf *b, const struct codec_int32s *a);
 
 /** A known tagged field to encode: its tag and its encoded value. */
@@ -369,6 +391,7 @@ enum codec_err codec_api_versions_response_decode(const struct codec_iov *iov, i
 /** Encode in the same layout it was decoded in (v0 when `v0_layout`). */
 enum codec_err codec_api_versions_response_encode(const struct codec_api_versions_response *m,
 						  int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded ApiVersions response. */
 void codec_api_versions_response_free(struct codec_api_versions_response *m);
 
 /* ------------------------------------------------------------------------ */
@@ -401,7 +424,12 @@ bool codec_response_has_endpoints(int16_t api_key, int16_t api_version);
  * (and ShareFetch/ShareAcknowledge NodeEndpoints). Node ids are kept. Bytes
  * outside the rewritten part are left in place (for Fetch and Produce only
  * the top-level tagged-field section is replaced, records are not touched).
- * `out` is initialised by the call; free out->ins when done.
+ * `out` is initialised by the call; free out->ins when done (it is already
+ * freed on error). Versions outside the decoded range (codec_api.decode_max)
+ * give CODEC_ERR_UNSUPPORTED: such a response cannot be forwarded safely.
+ * Metadata, FindCoordinator, DescribeCluster and ShareFetch/ShareAcknowledge
+ * are read only up to their last endpoint; Produce and Fetch are read whole.
+ * An endpoint the callback maps to the same host and port is not changed.
  */
 enum codec_err codec_response_rewrite_endpoints(int16_t api_key, int16_t api_version,
 						const struct codec_iov *iov, int niov,
@@ -426,6 +454,7 @@ struct codec_metadata_topics {
 enum codec_err codec_metadata_response_topics(const struct codec_iov *iov, int niov,
 					      int16_t version,
 					      struct codec_metadata_topics *out) CODEC_WUR;
+/** Release the topic summary. */
 void codec_metadata_topics_free(struct codec_metadata_topics *t);
 
 /* ------------------------------------------------------------------------ */
@@ -494,6 +523,7 @@ enum codec_err codec_produce_request_decode(const struct codec_iov *iov, int nio
 enum codec_err codec_produce_request_encode(const struct codec_produce_request *m, int16_t version,
 					    const struct codec_iov *src, int nsrc,
 					    struct codec_buf *out) CODEC_WUR;
+/** Release a decoded Produce request (records were never copied). */
 void codec_produce_request_free(struct codec_produce_request *m);
 
 struct codec_produce_partition_resp {
@@ -539,11 +569,18 @@ struct codec_produce_response {
 	size_t tags_off;              /* decode: body offset of the top-level tagged fields (v9+) */
 };
 
+/**
+ * Decode a Produce response body, v3–v14. RecordErrors are kept verbatim
+ * (in the decoded version's encoding); CurrentLeader and NodeEndpoints are
+ * decoded, other tagged fields kept. `tags_off` is set for the splice.
+ */
 enum codec_err codec_produce_response_decode(const struct codec_iov *iov, int niov,
 					     int16_t version,
 					     struct codec_produce_response *out) CODEC_WUR;
+/** Encode a Produce response (after codec_produce_partition_fail(), typically). */
 enum codec_err codec_produce_response_encode(const struct codec_produce_response *m,
 					     int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded Produce response. */
 void codec_produce_response_free(struct codec_produce_response *m);
 
 /**
@@ -579,8 +616,15 @@ struct codec_fetch_response_scan {
 	size_t tags_off;              /* v12+: offset of the top-level tagged fields */
 };
 
+/**
+ * Scan a Fetch response body (v4–v18): topics, and per partition its error
+ * and where HighWatermark and LastStableOffset sit; records and aborted
+ * transactions are skipped. `partitions` lists all topics' partitions in
+ * order. Free with codec_fetch_response_scan_free() whatever the result.
+ */
 enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, int16_t version,
 					 struct codec_fetch_response_scan *out) CODEC_WUR;
+/** Release a Fetch scan. */
 void codec_fetch_response_scan_free(struct codec_fetch_response_scan *s);
 
 /* ------------------------------------------------------------------------ */
@@ -636,14 +680,18 @@ struct codec_list_offsets_response {
 /** Decode a ListOffsets request body (v1–v11, after the request header). */
 enum codec_err codec_list_offsets_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						 struct codec_list_offsets_request *out) CODEC_WUR;
+/** Encode a ListOffsets request body. */
 enum codec_err codec_list_offsets_request_encode(const struct codec_list_offsets_request *m,
 						 int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded ListOffsets request. */
 void codec_list_offsets_request_free(struct codec_list_offsets_request *m);
 /** Decode a ListOffsets response body (v1–v11, after the response header). */
 enum codec_err codec_list_offsets_response_decode(const struct codec_iov *iov, int niov, int16_t version,
 						  struct codec_list_offsets_response *out) CODEC_WUR;
+/** Encode a ListOffsets response body. */
 enum codec_err codec_list_offsets_response_encode(const struct codec_list_offsets_response *m,
 						  int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded ListOffsets response. */
 void codec_list_offsets_response_free(struct codec_list_offsets_response *m);
 
 /* ------------------------------------------------------------------------ */
@@ -656,6 +704,7 @@ struct codec_api_versions_request {
 	char *client_software_version;
 	struct codec_tags tags;
 };
+/** Decode/encode/free an ApiVersions request body (v0–v2 are empty). */
 enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						 struct codec_api_versions_request *out) CODEC_WUR;
 enum codec_err codec_api_versions_request_encode(const struct codec_api_versions_request *m,
@@ -705,6 +754,7 @@ struct codec_metadata_response {
 	int16_t error_code;            /* v13+ */
 	struct codec_tags tags;
 };
+/** Decode/encode/free a Metadata response body (v0–v13). */
 enum codec_err codec_metadata_response_decode(const struct codec_iov *iov, int niov, int16_t version,
 					      struct codec_metadata_response *out) CODEC_WUR;
 enum codec_err codec_metadata_response_encode(const struct codec_metadata_response *m,
@@ -733,6 +783,7 @@ struct codec_find_coordinator_response {
 	size_t ncoordinators;
 	struct codec_tags tags;
 };
+/** Decode/encode/free a FindCoordinator response body (v0–v6). */
 enum codec_err codec_find_coordinator_response_decode(const struct codec_iov *iov, int niov,
 						      int16_t version,
 						      struct codec_find_coordinator_response *out) CODEC_WUR;
@@ -762,6 +813,7 @@ struct codec_describe_cluster_response {
 	int32_t cluster_authorized_operations;
 	struct codec_tags tags;
 };
+/** Decode/encode/free a DescribeCluster response body (v0–v2). */
 enum codec_err codec_describe_cluster_response_decode(const struct codec_iov *iov, int niov,
 						      int16_t version,
 						      struct codec_describe_cluster_response *out) CODEC_WUR;

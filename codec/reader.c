@@ -87,11 +87,19 @@ void codec_read_skip(struct codec_reader *r, size_t n)
 static uint64_t read_be(struct codec_reader *r, size_t n)
 {
 	uint8_t b[8];
+	const uint8_t *p = b;
 	uint64_t v = 0;
-	if (!reader_take(r, b, n))
+	/* Fast path: within bounds, and inside the current segment (not its last byte). */
+	if (!r->err && n <= r->len - r->off && r->seg < r->niov &&
+	    r->iov[r->seg].len - r->seg_off > n) {
+		p = r->iov[r->seg].base + r->seg_off;
+		r->seg_off += n;
+		r->off += n;
+	} else if (!reader_take(r, b, n)) {
 		return 0;
+	}
 	for (size_t i = 0; i < n; i++)
-		v = v << 8 | b[i];
+		v = v << 8 | p[i];
 	return v;
 }
 

@@ -53,10 +53,11 @@ void codec_write_raw(struct codec_buf *b, const void *p, size_t n)
 
 static void write_be(struct codec_buf *b, uint64_t v, size_t n)
 {
-	uint8_t d[8];
+	if (!buf_reserve(b, n))
+		return;
 	for (size_t i = 0; i < n; i++)
-		d[i] = (uint8_t)(v >> (8 * (n - 1 - i)));
-	codec_write_raw(b, d, n);
+		b->data[b->len + i] = (uint8_t)(v >> (8 * (n - 1 - i)));
+	b->len += n;
 }
 
 void codec_write_i8(struct codec_buf *b, int8_t v)

@@ -216,3 +216,27 @@ Test(codec, reader_seek_and_uuid)
 	codec_reader_seek(&r, 21);
 	cr_assert_eq(r.err, CODEC_ERR_UNDERFLOW);
 }
+
+Test(codec, reader_sub_is_bounded_inside_one_segment)
+{
+	uint8_t in[16] = {0, 0, 0, 1, 0, 0, 0, 2};
+	struct codec_iov v;
+	struct codec_reader r, sub;
+	init1(&r, &v, in, sizeof(in), false);
+	cr_assert(codec_reader_sub(&r, 2, &sub));
+	codec_read_i32(&sub);
+	cr_assert_eq(sub.err, CODEC_ERR_UNDERFLOW, "a sub-reader ends at its bound, not its segment's");
+	cr_assert_eq(codec_reader_remaining(&sub), 2);
+	codec_reader_join(&r, &sub);
+	cr_assert_eq(r.err, CODEC_ERR_BAD_MSG);
+
+	init1(&r, &v, in, sizeof(in), false);
+	cr_assert(codec_reader_sub(&r, 4, &sub));
+	cr_assert_eq(codec_read_i32(&sub), 1);
+	codec_reader_join(&r, &sub);
+	cr_assert_eq(r.err, CODEC_OK);
+	cr_assert_eq(r.off, 4);
+	cr_assert_eq(r.len, 16);
+	cr_assert_not(codec_reader_sub(&r, 13, &sub));
+	cr_assert_eq(r.err, CODEC_ERR_UNDERFLOW);
+}

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Build the codec fuzz targets with clang into build-fuzz/ and run each one
-# for SECONDS (default 10) over a copy of the seed corpus. Crashes are left
-# as build-fuzz/crash-* files: add them to tests/fuzz/corpus/<target>/ as
-# regression inputs once fixed.
+# for SECONDS (default 10) over a copy of the seed corpus; an input running
+# over 5 s counts as a hang. Crashes and hangs are left as
+# build-fuzz/{crash,timeout}-* files: once fixed, add them to
+# tests/fuzz/corpus/<target>/ as regression inputs.
 #   tests/fuzz/run.sh [SECONDS]
 set -eu
 secs=${1:-10}
@@ -19,7 +20,7 @@ for t in $targets; do
 	work=$build/fuzz-corpus/$name
 	mkdir -p "$work"
 	cp "$root/tests/fuzz/corpus/$name/"* "$work/" 2>/dev/null || true
-	if (cd "$build" && "./tests/fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 \
+	if (cd "$build" && "./tests/fuzz/$t" -max_total_time="$secs" -rss_limit_mb=2048 -timeout=5 \
 		-print_final_stats=1 "$work" >"$build/$t.log" 2>&1); then
 		echo "$t: ok, $(grep -m1 'stat::number_of_executed_units' "$build/$t.log" | awk '{print $2}') runs"
 	else
