@@ -674,8 +674,8 @@ struct conf *conf_load_string(const char *name, const char *yaml, size_t len, st
 	struct conf_errors local = { 0 };
 	struct conf_errors *e = errs ? errs : &local;
 	struct conf *c = load_buffer(name ? name : "config", (const unsigned char *)yaml, len, e);
-	if (!errs)
-		conf_errors_free(&local);
+	if (!errs || (c && e->n == 0))
+		conf_errors_free(e); /* success leaves nothing for the caller to free */
 	return c;
 }
 
@@ -707,8 +707,8 @@ struct conf *conf_load(const char *path, struct conf_errors *errs)
 	if (f)
 		fclose(f);
 	free(buf);
-	if (!errs)
-		conf_errors_free(&local);
+	if (!errs || (c && e->n == 0))
+		conf_errors_free(e); /* success leaves nothing for the caller to free */
 	return c;
 }
 

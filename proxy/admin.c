@@ -205,6 +205,9 @@ static void readyz_cb(struct evhttp_request *req, void *arg)
 	else if (a->upstream == ADMIN_UPSTREAM_DOWN)
 		evbuffer_add_printf(b, "not ready: upstream %s:%d unreachable: %s\n",
 				    cf->upstream_broker.host, cf->upstream_broker.port, a->upstream_why);
+	if (!mirror_gate_state_ready(a->gate))
+		evbuffer_add_printf(b, "not ready: state log %s not read up to its end yet\n",
+				    cf->state_topic ? cf->state_topic : "");
 	for (size_t i = 0; i < cf->nmirrors; i++) {
 		char why[64];
 		if (mirror_check_reported(a, cf->mirrors[i].name, why, sizeof(why)))
