@@ -1,0 +1,785 @@
+#!/usr/bin/python3
+"""syncgate benchmark suite (run through tests/bench/run.sh; see docs/benchmarks.md).
+
+Prints figures; never passes or fails on time. Every comparison runs its
+configurations in the same run, alternating (A B A B ..., the order rotated
+each round), and reports medians over rounds and ratios of medians.
+
+Sections (--only to pick some):
+  passthrough  ProducerPerformance / ConsumerPerformance direct vs syncgate
+               (no mirrors) [vs --peer], SgProbe µs latency, syncgate CPU/GB, RSS
+  gate         source append / mirror replication / release delay split for
+               poll, tail and mm2; gated vs ungated throughput (max.in.flight 1, 5)
+  scale        10,000 idle connections; 10,000 held responses; 1,000 gated
+               partitions across two mirrors (destination request/CPU cost)
+
+Results: tests/bench/results/<stamp>/{results.json,results.md,latency.png,...}
+and tests/bench/results/latest -> <stamp>.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
+
+import yaml  # noqa: E402
+
+from kafkabed import KafkaBed, wait_until  # noqa: E402
+
+KAFKA_LIBS = os.path.join(REPO, ".cache", "kafka-4.3.1", "libs")
+SYNCGATE_BIN = os.environ.get("SYNCGATE_BIN", os.path.join(REPO, "build", "proxy", "syncgate"))
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+JAVA_OPTS = ["-Xmx512m", "-XX:+UseSerialGC", "-Dlog4j2.level=WARN",
+             f"-Dlog4j2.configurationFile={os.path.join(REPO, 'tests', 'kafka', 'log4j2.properties')}"]
+
+GOALS = {
+    "passthrough_throughput_ratio_min": 0.95,
+    "passthrough_added_p99_ms_max": 0.3,
+    "release_delay_p99_ms_max_tail": 2.0,
+    "release_delay_p99_ms_max_poll": "poll_interval_ms + 1 (5 + 1 = 6)",
+    "held_response_overhead_bytes_max": 1024,
+    "idle_10k_connections_rss_mib_max": 200,
+}
+
+
+def log(*a):
+    print(f"[bench {time.strftime('%H:%M:%S')}]", *a, file=sys.stderr, flush=True)
+
+
+# -- process figures ---------------------------------------------------------------
+
+def cpu_seconds(pid: int) -> float:
+    """utime + stime of a process (its threads included), seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def pct(xs: list, p: float) -> float:
+    """Nearest-rank percentile (p in 0..100) of a non-empty list."""
+    s = sorted(xs)
+    k = max(0, min(len(s) - 1, int(round(p / 100.0 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def med(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def rnd(x, n=3):
+    return None if x is None else round(x, n)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+# -- syncgate -------------------------------------------------------------------------
+
+class SG:
+    """One syncgate process started by the bench (info logging, own config)."""
+
+    def __init__(self, bed: KafkaBed, name: str, source, mirrors=None, state_topic=None,
+                 gate=None, limits=None):
+        bid = source.broker_ids[0]
+        self.port, self.admin_port = free_port(), free_port()
+        self.name = name
+        cfg = {
+            "mode": "sidecar",
+            "listen": {"kafka": f"127.0.0.1:{self.port}"},
+            "upstream": {"broker": source.brokers[bid], "connect_timeout_ms": 5000},
+            "advertise": {"nodes": {bid: f"127.0.0.1:{self.port}"}},
+            "gate": {"max_hold_ms": 180000, **(gate or {})},
+            "mirrors": mirrors or [],
+            "state": {"topic": state_topic or f"__sgbench_state_{name}", "replication_factor": 1},
+            "admin": {"listen": f"127.0.0.1:{self.admin_port}"},
+            "log": {"level": "info"},
+        }
+        if limits:
+            cfg["limits"] = limits
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        path = os.path.join(bed.run_dir, f"{name}.yaml")
+        with open(path, "w") as f:
+            yaml.safe_dump(cfg, f, sort_keys=False)
+        self.proc = bed.spawn(name, [SYNCGATE_BIN, "--config", path])
+        self.pid = self.proc.pid
+        wait_until(self._up, timeout=30, what=f"{name} listening")
+
+    def _up(self):
+        if not self.proc.alive():
+            raise RuntimeError(f"{self.name} exited:\n{self.proc.log()[-3000:]}")
+        with socket.socket() as s:
+            s.settimeout(0.5)
+            return s.connect_ex(("127.0.0.1", self.port)) == 0
+
+    def http(self, path: str) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.admin_port}{path}", timeout=5) as r:
+            return r.read().decode()
+
+    def metrics_text(self) -> str:
+        return self.http("/metrics")
+
+    def metric(self, name: str) -> float:
+        tot = 0.0
+        for line in self.metrics_text().splitlines():
+            if line.startswith(name + " ") or line.startswith(name + "{"):
+                tot += float(line.rsplit(" ", 1)[1])
+        return tot
+
+    def effective(self, mirror: str, topic: str) -> str:
+        d = json.loads(self.http(f"/v1/mirrors?mirror={mirror}&topic={topic}"))
+        for m in d.get("mirrors", []):
+            for t in m.get("topics", []):
+                if t.get("topic") == topic:
+                    return t.get("effective", "")
+        return ""
+
+    def wait_sync(self, mirror: str, topic: str, timeout=90):
+        wait_until(lambda: self.effective(mirror, topic) == "SYNC", timeout=timeout,
+                   interval=0.2, what=f"{self.name}: {mirror}/{topic} effective SYNC")
+
+    def histogram(self, name: str) -> dict:
+        """{le: cumulative count} summed over label sets, plus sum/count."""
+        buckets, s, c = {}, 0.0, 0.0
+        for line in self.metrics_text().splitlines():
+            if line.startswith(name + "_bucket"):
+                m = re.search(r'le="([^"]+)"', line)
+                le = float("inf") if m.group(1) == "+Inf" else float(m.group(1))
+                buckets[le] = buckets.get(le, 0) + float(line.rsplit(" ", 1)[1])
+            elif line.startswith(name + "_sum"):
+                s += float(line.rsplit(" ", 1)[1])
+            elif line.startswith(name + "_count"):
+                c += float(line.rsplit(" ", 1)[1])
+        return {"buckets": sorted(buckets.items()), "sum": s, "count": c}
+
+    def stop(self):
+        self.proc.stop(timeout=15)
+
+
+def hist_quantile(h: dict, q: float):
+    """Upper bucket bound holding quantile q of a cumulative histogram (None if empty)."""
+    if not h["count"]:
+        return None
+    want = q * h["count"]
+    for le, c in h["buckets"]:
+        if c >= want:
+            return le
+    return None
+
+
+def hist_delta(a: dict, b: dict) -> dict:
+    ad = dict(a["buckets"])
+    return {"buckets": [(le, c - ad.get(le, 0)) for le, c in b["buckets"]],
+            "sum": b["sum"] - a["sum"], "count": b["count"] - a["count"]}
+
+
+# -- Java tools --------------------------------------------------------------------------
+
+def java(cls: str, args: list, cp_extra: str = "", timeout: float = 900) -> str:
+    cp = os.path.join(KAFKA_LIBS, "*") + (":" + cp_extra if cp_extra else "")
+    p = subprocess.run(["java", *JAVA_OPTS, "-cp", cp, cls, *map(str, args)],
+                       capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise RuntimeError(f"{cls} exited {p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-3000:]}")
+    return p.stdout + "\n" + p.stderr
+
+
+PP_RE = re.compile(r"(\d+) records sent, ([\d.]+) records/sec \(([\d.]+) MB/sec\), ([\d.]+) ms avg latency, "
+                   r"([\d.]+) ms max latency, (\d+) ms 50th, (\d+) ms 95th, (\d+) ms 99th, (\d+) ms 99.9th")
+
+
+def producer_perf(bootstrap, topic, n, size, acks, inflight, extra_props=()) -> dict:
+    props = [f"bootstrap.servers={bootstrap}", f"acks={acks}",
+             f"max.in.flight.requests.per.connection={inflight}",
+             f"enable.idempotence={'true' if acks == 'all' else 'false'}", *extra_props]
+    out = java("org.apache.kafka.tools.ProducerPerformance",
+               ["--topic", topic, "--num-records", n, "--record-size", size, "--throughput", -1,
+                "--producer-props", *props])
+    m = None
+    for m in PP_RE.finditer(out):
+        pass
+    if not m:
+        raise RuntimeError(f"no ProducerPerformance summary:\n{out[-2000:]}")
+    g = m.groups()
+    return {"records": int(g[0]), "rec_s": float(g[1]), "mb_s": float(g[2]), "avg_ms": float(g[3]),
+            "max_ms": float(g[4]), "p50_ms": int(g[5]), "p95_ms": int(g[6]), "p99_ms": int(g[7]),
+            "p999_ms": int(g[8])}
+
+
+def consumer_perf(bootstrap, topic, n) -> dict:
+    out = java("org.apache.kafka.tools.ConsumerPerformance",
+               ["--bootstrap-server", bootstrap, "--topic", topic, "--num-records", n,
+                "--timeout", 60000, "--group", f"sgbench-{time.time_ns()}"])
+    lines = [ln for ln in out.splitlines() if ln.count(",") >= 9 and not ln.startswith("start.time")]
+    if not lines:
+        raise RuntimeError(f"no ConsumerPerformance summary:\n{out[-2000:]}")
+    f = [x.strip() for x in lines[-1].split(",")]
+    # start, end, MB, MB/s, nMsg, nMsg/s, rebalance ms, fetch ms, fetch MB/s, fetch nMsg/s
+    return {"mb": float(f[2]), "mb_s": float(f[3]), "msgs": int(f[4]), "fetch_mb_s": float(f[8]),
+            "fetch_msg_s": float(f[9])}
+
+
+class Probe:
+    """tests/bench/SgProbe.java, compiled once into the results dir."""
+
+    def __init__(self, outdir: str):
+        self.classes = os.path.join(outdir, ".classes")
+        os.makedirs(self.classes, exist_ok=True)
+        subprocess.run(["javac", "-nowarn", "-d", self.classes, "-cp", os.path.join(KAFKA_LIBS, "*"),
+                        os.path.join(HERE, "SgProbe.java")], check=True)
+        self.n = 0
+        self.outdir = outdir
+
+    def run(self, targets: dict, topic: str, size=100, acks="all", inflight=5, rate=500,
+            count=1000, rounds=3, partitions=1, warmup=300, src_tail=None, dst_tail=None,
+            tag="probe") -> list:
+        """Returns [(target, round, partition, offset, send_ns, ack_ns, src_ns, dst_ns)]."""
+        self.n += 1
+        out = os.path.join(self.outdir, f"{tag}-{self.n}.txt")
+        args = []
+        for name, tb in targets.items():
+            args += ["--target", f"{name}={tb}"]
+        args += ["--topic", topic, "--partitions", partitions, "--size", size, "--acks", acks,
+                 "--inflight", inflight, "--rate", rate, "--count", count, "--rounds", rounds,
+                 "--warmup", warmup, "--out", out]
+        if src_tail:
+            args += ["--src-tail", src_tail]
+        if dst_tail:
+            args += ["--dst-tail", dst_tail]
+        res = java("SgProbe", args, cp_extra=self.classes)
+        m = re.search(r"records (\d+) errors (\d+)", res)
+        if m and int(m.group(2)):
+            log(f"SgProbe {tag}: {m.group(2)} errors")
+        rows = []
+        with open(out) as f:
+            for line in f:
+                t, r, p, o, s, a, ss, ds = line.split()
+                rows.append((t, int(r), int(p), int(o), int(s), int(a), int(ss), int(ds)))
+        return rows
+
+
+def split_summary(rows, target) -> dict:
+    """Ack latency of `target` split by the tails' timestamps (partition 0 records
+    seen by both tails): source = send -> source HW shows it; replication =
+    source HW -> destination HW shows it; release = destination HW -> ack
+    (for a gated target: syncgate noticing the progress and releasing; for
+    direct it is negative: the ack does not wait). ms, median over rounds of
+    per-round percentiles; 'pooled' = over all rounds."""
+    parts = {"total": {}, "source": {}, "replication": {}, "release": {}}
+    for t, r, p, o, s, a, ss, ds in rows:
+        if t != target or a <= 0 or o < 0:
+            continue
+        parts["total"].setdefault(r, []).append((a - s) / 1e6)
+        if ss > 0 and ds > 0:
+            parts["source"].setdefault(r, []).append((ss - s) / 1e6)
+            parts["replication"].setdefault(r, []).append((ds - ss) / 1e6)
+            parts["release"].setdefault(r, []).append((a - ds) / 1e6)
+    out = {}
+    for k, per in parts.items():
+        pooled = [x for v in per.values() for x in v]
+        out[k] = {"n": len(pooled)}
+        for name, q in (("p50", 50), ("p99", 99), ("p999", 99.9)):
+            out[k][name + "_ms"] = rnd(med([pct(v, q) for v in per.values()]))
+            out[k][name + "_ms_pooled"] = rnd(pct(pooled, q)) if pooled else None
+    return out
+
+
+def latency_summary(rows, target) -> dict:
+    """Median over rounds of per-round p50/p99/p99.9 ack latency (ms), plus pooled."""
+    per_round = {}
+    for t, r, _p, o, s, a, _ss, _ds in rows:
+        if t == target and a > 0 and o >= 0:
+            per_round.setdefault(r, []).append((a - s) / 1e6)
+    pooled = [x for v in per_round.values() for x in v]
+    out = {"n": len(pooled)}
+    for name, q in (("p50", 50), ("p99", 99), ("p999", 99.9)):
+        out[name + "_ms"] = rnd(med([pct(v, q) for v in per_round.values()]))
+        out[name + "_ms_pooled"] = rnd(pct(pooled, q)) if pooled else None
+    return out
+
+
+# -- sections -----------------------------------------------------------------------------
+
+class Bench:
+    def __init__(self, args):
+        self.a = args
+        self.quick = args.quick
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        self.outdir = os.path.join(HERE, "results", stamp)
+        os.makedirs(self.outdir, exist_ok=True)
+        self.res = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+                    "mode": "quick" if self.quick else "full", "machine": machine(),
+                    "git": git_rev(), "goals": GOALS, "sections": {}}
+        # a private copy: others may rebuild build/ while we run
+        global SYNCGATE_BIN
+        os.makedirs(os.path.join(self.outdir, ".bin"), exist_ok=True)
+        shutil.copy2(SYNCGATE_BIN, os.path.join(self.outdir, ".bin", "syncgate"))
+        self.res["syncgate_bin"] = SYNCGATE_BIN
+        SYNCGATE_BIN = os.path.join(self.outdir, ".bin", "syncgate")
+        self.bed = KafkaBed()
+        self.probe = Probe(self.outdir)
+        self.samples = {}  # plot: name -> [latency ms]
+
+    def clusters(self, names):
+        out, threads = {}, []
+
+        def start(n):
+            try:
+                out[n] = self.bed.start_cluster(n)
+            except BaseException as e:  # noqa: BLE001
+                out[n] = e
+        for n in names:
+            th = threading.Thread(target=start, args=(n,))
+            th.start()
+            threads.append(th)
+        for th in threads:
+            th.join()
+        for n in names:
+            if isinstance(out[n], BaseException):
+                raise out[n]
+        return [out[n] for n in names]
+
+    # ---- 1. pass-through ----
+    def passthrough(self, src):
+        log("pass-through: topics, syncgate (no mirrors)")
+        for t, p in (("pt-1", 1), ("pt-16", 16)):
+            src.create_topic(t, partitions=p)
+        sg = SG(self.bed, "sg-plain", src)
+        targets = {"direct": src.bootstrap, "syncgate": sg.bootstrap}
+        for i, peer in enumerate(self.a.peer or []):
+            targets[f"peer{i + 1}" if len(self.a.peer) > 1 else "peer"] = peer
+        q = self.quick
+        sizes, acks_l, parts, infl = [100, 1024], ["1", "all"], [1, 16], [1, 5]
+        if q:
+            configs = [(1024, "all", 16, 5), (100, "all", 1, 5), (100, "1", 1, 1), (1024, "1", 16, 1)]
+        else:
+            configs = [(s, a, p, m) for s in sizes for a in acks_l for p in parts for m in infl]
+        rounds = 2 if q else 3
+        total_bytes = 48 << 20 if q else 200 << 20
+        sec = {"targets": {k: v for k, v in targets.items()}, "rounds": rounds, "producer": [],
+               "consumer": [], "latency_probe": []}
+        for size, acks, p, m in configs:
+            n = total_bytes // size
+            runs = {t: [] for t in targets}
+            for r in range(rounds):
+                order = list(targets)[r % len(targets):] + list(targets)[:r % len(targets)]
+                for t in order:
+                    c0, t0 = cpu_seconds(sg.pid), time.monotonic()
+                    pp = producer_perf(targets[t], f"pt-{p}", n, size, acks, m)
+                    pp["syncgate_cpu_s"] = cpu_seconds(sg.pid) - c0
+                    pp["wall_s"] = time.monotonic() - t0
+                    pp["syncgate_rss_kib"] = rss_kib(sg.pid)
+                    runs[t].append(pp)
+                    log(f"  producer {size}B acks={acks} p={p} inflight={m} {t}: {pp['mb_s']} MB/s "
+                        f"p99 {pp['p99_ms']} ms sgcpu {pp['syncgate_cpu_s']:.2f}s")
+            row = {"size": size, "acks": acks, "partitions": p, "inflight": m, "records": n}
+            for t in targets:
+                row[t] = {k: med([x[k] for x in runs[t]]) for k in
+                          ("mb_s", "rec_s", "p50_ms", "p99_ms", "p999_ms", "max_ms")}
+                row[t]["mb_s_rounds"] = [x["mb_s"] for x in runs[t]]
+                if t == "syncgate":
+                    gb = n * size / 1e9
+                    row[t]["cpu_s_per_gb"] = rnd(med([x["syncgate_cpu_s"] / gb for x in runs[t]]))
+                    row[t]["rss_mib"] = rnd(max(x["syncgate_rss_kib"] for x in runs[t]) / 1024, 1)
+                if t != "direct":
+                    row[t]["throughput_ratio"] = rnd(med([x["mb_s"] for x in runs[t]]) /
+                                                     med([x["mb_s"] for x in runs["direct"]]))
+            sec["producer"].append(row)
+        # consumer: the topics now hold the producer runs' records
+        for p in ([16] if q else [1, 16]):
+            n = 200000 if q else 1000000
+            runs = {t: [] for t in targets}
+            for r in range(rounds):
+                order = list(targets)[r % len(targets):] + list(targets)[:r % len(targets)]
+                for t in order:
+                    c0 = cpu_seconds(sg.pid)
+                    cp = consumer_perf(targets[t], f"pt-{p}", n)
+                    cp["syncgate_cpu_s"] = cpu_seconds(sg.pid) - c0
+                    runs[t].append(cp)
+                    log(f"  consumer p={p} {t}: fetch {cp['fetch_mb_s']} MB/s")
+            row = {"partitions": p, "records": n}
+            for t in targets:
+                row[t] = {"fetch_mb_s": med([x["fetch_mb_s"] for x in runs[t]]),
+                          "mb_s": med([x["mb_s"] for x in runs[t]])}
+                if t == "syncgate":
+                    row[t]["cpu_s_per_gb"] = rnd(med([x["syncgate_cpu_s"] / (x["mb"] * 1.048576e-3)
+                                                      for x in runs[t] if x["mb"]]))
+                if t != "direct":
+                    row[t]["throughput_ratio"] = rnd(row[t]["fetch_mb_s"] / row["direct"]["fetch_mb_s"])
+            sec["consumer"].append(row)
+        # µs latency at moderate load (SgProbe, all targets in one JVM, alternating)
+        lconfs = [(100, "1", 5, 1000), (1024, "all", 5, 1000)] if q else \
+            [(100, "1", 1, 1000), (100, "all", 5, 1000), (1024, "all", 5, 2000), (1024, "1", 5, 5000)]
+        for size, acks, m, rate in lconfs:
+            rows = self.probe.run(targets, "pt-1", size=size, acks=acks, inflight=m, rate=rate,
+                                  count=2000 if q else 5000, rounds=3 if q else 5, tag="pt")
+            row = {"size": size, "acks": acks, "inflight": m, "rate_msg_s": rate}
+            for t in targets:
+                row[t] = latency_summary(rows, t)
+                if t != "direct":
+                    row[t]["added_p50_ms"] = rnd(row[t]["p50_ms"] - row["direct"]["p50_ms"])
+                    row[t]["added_p99_ms"] = rnd(row[t]["p99_ms"] - row["direct"]["p99_ms"])
+            log(f"  probe {size}B acks={acks}: " + ", ".join(
+                f"{t} p50 {row[t]['p50_ms']} p99 {row[t]['p99_ms']}" for t in targets))
+            sec["latency_probe"].append(row)
+            if acks == "all" and "direct" not in self.samples:
+                for t in targets:
+                    self.samples[f"{t} (pass-through, {size} B acks=all)"] = [
+                        (a - s) / 1e6 for (tt, _r, _p, o, s, a, _x, _y) in rows if tt == t and a > 0]
+        sec["syncgate_rss_mib_end"] = rnd(rss_kib(sg.pid) / 1024, 1)
+        self.res["sections"]["passthrough"] = sec
+        sg.stop()
+
+    def gate(self, src, dst):
+        q = self.quick
+        log("gate: topics, test mirror, MirrorMaker 2, three syncgates (poll, tail, mm2)")
+        for t in ("g-1", "g-mm"):
+            src.create_topic(t, partitions=1)
+            dst.create_topic(t, partitions=1)
+        src.create_topic("u-1", partitions=1)
+        tm = self.bed.start_testmirror("tm", src, dst, ["g-1"])
+        mm = self.bed.start_mm2("mm", src, dst, "g-mm")
+        def mconf(progress=None, offsets="preserved", topics=("g-1",)):
+            m = {"name": "dr", "bootstrap": dst.bootstrap, "offsets": offsets,
+                 "sync_topics": list(topics)}
+            if offsets == "mm2":
+                m["mm2_offset_syncs_topic"] = "mm2-offset-syncs.dest.internal"
+            else:
+                m["progress"] = progress
+                m["poll_interval_ms"] = 5
+            return m
+        sgs = {"poll": SG(self.bed, "sg-poll", src, [mconf("poll")]),
+               "tail": SG(self.bed, "sg-tail", src, [mconf("tail")]),
+               "mm2": SG(self.bed, "sg-mm2", src, [mconf(offsets="mm2", topics=("g-mm",))])}
+        src.produce("g-1", 1)
+        src.produce("g-mm", 1)
+        for k, sg in sgs.items():
+            sg.wait_sync("dr", "g-mm" if k == "mm2" else "g-1")
+        log("gate: all three effective SYNC")
+        sec = {"config": {"poll_interval_ms": 5, "mirror_preserved": "tests/kafka/testmirror",
+                          "mirror_mm2": "MirrorMaker 2 (offset.lag.max=0)"},
+               "split": [], "throughput": []}
+        rate, count, rounds = 200, (600 if q else 2000), (3 if q else 5)
+        for label, topic, targets in (
+                ("preserved", "g-1", {"direct": src.bootstrap, "poll": sgs["poll"].bootstrap,
+                                      "tail": sgs["tail"].bootstrap}),
+                ("mm2", "g-mm", {"direct": src.bootstrap, "mm2": sgs["mm2"].bootstrap})):
+            h0 = {k: sgs[k].histogram("syncgate_mirror_sync_replication_latency_ms")
+                  for k in targets if k in sgs}
+            rows = self.probe.run(targets, topic, size=100, acks="all", inflight=5, rate=rate,
+                                  count=count, rounds=rounds, warmup=100, src_tail=src.bootstrap,
+                                  dst_tail=dst.bootstrap, tag=f"gate-{label}")
+            for t in targets:
+                row = {"target": t, "topic": topic, "size": 100, "rate_msg_s": rate, "inflight": 5}
+                row.update(split_summary(rows, t))
+                if t in sgs:
+                    h = hist_delta(h0[t], sgs[t].histogram("syncgate_mirror_sync_replication_latency_ms"))
+                    row["sg_replication_latency_hist"] = {
+                        "count": h["count"], "mean_ms": rnd(h["sum"] / h["count"]) if h["count"] else None,
+                        "p50_le_ms": hist_quantile(h, 0.5), "p99_le_ms": hist_quantile(h, 0.99)}
+                sec["split"].append(row)
+                self.samples[f"{'gated ' + t if t != 'direct' else 'direct'} ({label}, 100 B acks=all, "
+                             f"{rate}/s)"] = [(a - s) / 1e6 for (tt, _r, _p, o, s, a, _x, _y) in rows
+                                                if tt == t and a > 0 and o >= 0]
+                log(f"  split {label} {t}: total p50 {row['total']['p50_ms']} p99 {row['total']['p99_ms']}"
+                    f" release p50 {row['release']['p50_ms']} p99 {row['release']['p99_ms']}")
+        # gated vs ungated throughput, through the same syncgate
+        n = (16 << 20) // 1024 if q else (64 << 20) // 1024
+        tconf = {"ungated (u-1 via sg-poll)": (sgs["poll"].bootstrap, "u-1"),
+                 "gated poll": (sgs["poll"].bootstrap, "g-1"),
+                 "gated tail": (sgs["tail"].bootstrap, "g-1")}
+        if not q:
+            tconf["gated mm2"] = (sgs["mm2"].bootstrap, "g-mm")
+        for m in (1, 5):
+            runs = {k: [] for k in tconf}
+            for r in range(2 if q else 3):
+                ks = list(tconf)
+                for k in ks[r % len(ks):] + ks[:r % len(ks)]:
+                    pp = producer_perf(tconf[k][0], tconf[k][1], n, 1024, "all", m)
+                    runs[k].append(pp)
+                    log(f"  throughput in-flight {m} {k}: {pp['mb_s']} MB/s p99 {pp['p99_ms']} ms")
+            row = {"inflight": m, "size": 1024, "records": n}
+            base = med([x["mb_s"] for x in runs["ungated (u-1 via sg-poll)"]])
+            for k in tconf:
+                v = med([x["mb_s"] for x in runs[k]])
+                row[k] = {"mb_s": v, "ratio": rnd(v / base) if base else None,
+                          "p50_ms": med([x["p50_ms"] for x in runs[k]]),
+                          "p99_ms": med([x["p99_ms"] for x in runs[k]])}
+            sec["throughput"].append(row)
+        self.res["sections"]["gate"] = sec
+        for sg in sgs.values():
+            sg.stop()
+        tm.stop()
+        mm.stop()
+
+    def scale(self, src, dst, dst2):
+        raise NotImplementedError("scale section")
+
+    def write(self):
+        with open(os.path.join(self.outdir, "results.json"), "w") as f:
+            json.dump(self.res, f, indent=1)
+        md = render_markdown(self.res)
+        with open(os.path.join(self.outdir, "results.md"), "w") as f:
+            f.write(md)
+        plot(self.samples, self.outdir)
+        latest = os.path.join(HERE, "results", "latest")
+        if os.path.islink(latest) or os.path.exists(latest):
+            os.remove(latest)
+        os.symlink(os.path.basename(self.outdir), latest)
+        return md
+
+    def main(self):
+        only = set(self.a.only.split(",")) if self.a.only else {"passthrough", "gate", "scale"}
+        try:
+            names = ["source", "dest"] + (["dest2"] if "scale" in only else [])
+            log(f"starting clusters {names} (run dir {self.bed.run_dir})")
+            cl = self.clusters(names)
+            src, dst = cl[0], cl[1]
+            dst2 = cl[2] if len(cl) > 2 else None
+            for name, fn in (("passthrough", lambda: self.passthrough(src)),
+                             ("gate", lambda: self.gate(src, dst)),
+                             ("scale", lambda: self.scale(src, dst, dst2))):
+                if name in only:
+                    t0 = time.monotonic()
+                    try:
+                        fn()
+                    except Exception as e:  # noqa: BLE001 - report and go on
+                        log(f"section {name} FAILED: {e!r}")
+                        self.res["sections"].setdefault(name, {})["error"] = repr(e)[:2000]
+                    self.res["sections"].setdefault(name, {})["seconds"] = round(time.monotonic() - t0)
+                    self.write()
+        finally:
+            self.bed.stop_all()
+            if not self.a.keep:
+                shutil.rmtree(self.bed.run_dir, ignore_errors=True)
+            else:
+                log(f"run dir kept: {self.bed.run_dir}")
+        md = self.write()
+        print(md)
+        log(f"results: {self.outdir}")
+
+
+# -- output ------------------------------------------------------------------------------
+
+def machine() -> dict:
+    m = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    m["cpu"] = line.split(":", 1)[1].strip()
+                    break
+        with open("/proc/loadavg") as f:
+            m["loadavg_at_start"] = f.read().split()[:3]
+        m["mem_gib"] = round(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30, 1)
+    except OSError:
+        pass
+    return m
+
+
+def git_rev() -> str:
+    try:
+        return subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                              text=True).stdout.strip()
+    except OSError:
+        return ""
+
+
+def fmt(x, n=2):
+    if x is None:
+        return "–"
+    if isinstance(x, float):
+        return f"{x:.{n}f}"
+    return str(x)
+
+
+def render_markdown(res: dict) -> str:
+    L = [f"# syncgate benchmarks — {res['date']} ({res['mode']})", "",
+         f"Machine: {res['machine'].get('cpus')} CPUs ({res['machine'].get('cpu', '?')}), "
+         f"load at start {' '.join(res['machine'].get('loadavg_at_start', []))}; git {res['git']}. "
+         "Shared, noisy machine: compare ratios within a run, not absolute figures.", ""]
+    s = res["sections"]
+    pt = s.get("passthrough")
+    if pt and "producer" in pt:
+        others = [t for t in pt["targets"] if t != "direct"]
+        L += ["## Pass-through (no mirrors): ProducerPerformance, medians of "
+              f"{pt['rounds']} alternating rounds", "",
+              "Goal: ≥ 0.95× direct throughput, ≤ 0.3 ms added p99 (see the µs probe below; "
+              "ProducerPerformance reports whole ms).", ""]
+        hdr = "| size | acks | parts | in-flight | direct MB/s | " + " | ".join(
+            f"{t} MB/s | {t} ratio" for t in others) + \
+            " | direct p50/p99/p99.9 ms | " + " | ".join(f"{t} p50/p99/p99.9 ms" for t in others) + \
+            " | syncgate CPU s/GB | syncgate RSS MiB |"
+        L += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
+        for r in pt["producer"]:
+            d = r["direct"]
+            cells = [str(r["size"]), r["acks"], str(r["partitions"]), str(r["inflight"]), fmt(d["mb_s"])]
+            for t in others:
+                cells += [fmt(r[t]["mb_s"]), fmt(r[t].get("throughput_ratio"))]
+            cells.append(f"{fmt(d['p50_ms'], 0)}/{fmt(d['p99_ms'], 0)}/{fmt(d['p999_ms'], 0)}")
+            for t in others:
+                cells.append(f"{fmt(r[t]['p50_ms'], 0)}/{fmt(r[t]['p99_ms'], 0)}/{fmt(r[t]['p999_ms'], 0)}")
+            sgr = r.get("syncgate", {})
+            cells += [fmt(sgr.get("cpu_s_per_gb")), fmt(sgr.get("rss_mib"), 1)]
+            L.append("| " + " | ".join(cells) + " |")
+        L.append("")
+        if pt.get("consumer"):
+            L += ["ConsumerPerformance (fetch MB/s, excluding group join):", "",
+                  "| parts | direct | " + " | ".join(f"{t} | {t} ratio" for t in others) +
+                  " | syncgate CPU s/GB |", "|---|---|" + "---|---|" * len(others) + "---|"]
+            for r in pt["consumer"]:
+                cells = [str(r["partitions"]), fmt(r["direct"]["fetch_mb_s"])]
+                for t in others:
+                    cells += [fmt(r[t]["fetch_mb_s"]), fmt(r[t].get("throughput_ratio"))]
+                cells.append(fmt(r.get("syncgate", {}).get("cpu_s_per_gb")))
+                L.append("| " + " | ".join(cells) + " |")
+            L.append("")
+        if pt.get("latency_probe"):
+            L += ["µs latency probe (SgProbe: Java producer, paced, 1 partition; per-round percentiles, "
+                  "median over rounds), ms:", "",
+                  "| size | acks | in-flight | rate msg/s | direct p50 / p99 / p99.9 | " +
+                  " | ".join(f"{t} p50 / p99 / p99.9 | {t} added p50 / p99" for t in others) + " |",
+                  "|---|---|---|---|---|" + "---|---|" * len(others)]
+            for r in pt["latency_probe"]:
+                d = r["direct"]
+                cells = [str(r["size"]), r["acks"], str(r["inflight"]), str(r["rate_msg_s"]),
+                         f"{fmt(d['p50_ms'], 3)} / {fmt(d['p99_ms'], 3)} / {fmt(d['p999_ms'], 3)}"]
+                for t in others:
+                    x = r[t]
+                    cells += [f"{fmt(x['p50_ms'], 3)} / {fmt(x['p99_ms'], 3)} / {fmt(x['p999_ms'], 3)}",
+                              f"{fmt(x.get('added_p50_ms'), 3)} / {fmt(x.get('added_p99_ms'), 3)}"]
+                L.append("| " + " | ".join(cells) + " |")
+            L.append("")
+    for name in ("passthrough", "gate", "scale"):
+        if name in s and "error" in s[name]:
+            L += [f"**{name}: failed** — `{s[name]['error'][:300]}`", ""]
+    g = s.get("gate")
+    if g:
+        L += render_gate(g)
+    sc = s.get("scale")
+    if sc:
+        L += render_scale(sc)
+    return "\n".join(L) + "\n"
+
+
+def render_gate(g) -> list:
+    L = []
+    if g.get("split"):
+        L += ["## Sync gate: where an acks=all ack's time goes", "",
+              "SgProbe (100 B, acks=all, paced) with a consumer tailing partition 0 on the source and "
+              "on the destination: *source* = send → source HW shows the record (≈ direct acks=all); "
+              "*replication* = source HW → destination HW shows it (the mirror); *release* = "
+              "destination HW shows it → ack reaches the client (syncgate's release delay, plus the "
+              "tail consumer's own delivery delay subtracted: it can be slightly negative). "
+              "Median over rounds of per-round percentiles, ms. syncgate histogram = its own "
+              "`syncgate_mirror_sync_replication_latency_ms` (whole-ms buckets, upper bound).", "",
+              "Goals: release p99 ≤ 2 ms (tail), ≤ poll interval + 1 = 6 ms (poll).", "",
+              "| mirror | target | total p50 / p99 / p99.9 | source p50 / p99 | replication p50 / p99 | "
+              "release p50 / p99 / p99.9 | syncgate histogram p50 / p99 ≤ |",
+              "|---|---|---|---|---|---|---|"]
+        for r in g["split"]:
+            mir = "MirrorMaker 2" if r["topic"] == "g-mm" else "test mirror"
+            T, S, R, RL = r["total"], r["source"], r["replication"], r["release"]
+            h = r.get("sg_replication_latency_hist") or {}
+            L.append(f"| {mir} | {r['target']} | {fmt(T['p50_ms'], 3)} / {fmt(T['p99_ms'], 3)} / "
+                     f"{fmt(T['p999_ms'], 3)} | {fmt(S['p50_ms'], 3)} / {fmt(S['p99_ms'], 3)} | "
+                     f"{fmt(R['p50_ms'], 3)} / {fmt(R['p99_ms'], 3)} | "
+                     f"{fmt(RL['p50_ms'], 3) if r['target'] != 'direct' else '(not gated)'}"
+                     f"{' / ' + fmt(RL['p99_ms'], 3) + ' / ' + fmt(RL['p999_ms'], 3) if r['target'] != 'direct' else ''}"
+                     f" | {fmt(h.get('p50_le_ms'))} / {fmt(h.get('p99_le_ms'))} |")
+        L.append("")
+    if g.get("throughput"):
+        ks = [k for k in g["throughput"][0] if isinstance(g["throughput"][0][k], dict)]
+        L += ["Gated vs ungated throughput (ProducerPerformance, 1 KiB, acks=all, through syncgate; "
+              "MB/s, ratio to ungated, p99 ms):", "",
+              "| in-flight | " + " | ".join(ks) + " |", "|---|" + "---|" * len(ks)]
+        for r in g["throughput"]:
+            L.append(f"| {r['inflight']} | " + " | ".join(
+                f"{fmt(r[k]['mb_s'])} ({fmt(r[k]['ratio'])}×, p99 {fmt(r[k]['p99_ms'], 0)})" for k in ks) + " |")
+        L.append("")
+    return L
+
+
+def render_scale(sc) -> list:
+    return []
+
+
+def plot(samples: dict, outdir: str):
+    """latency.png: CDF (percentile vs ms, log x) of each sample set, via gnuplot."""
+    if not samples or not shutil.which("gnuplot"):
+        if samples:
+            log("gnuplot missing: no plot")
+        return
+    files = []
+    for i, (name, xs) in enumerate(samples.items()):
+        if not xs:
+            continue
+        xs = sorted(xs)
+        fn = os.path.join(outdir, f"cdf-{i}.dat")
+        with open(fn, "w") as f:
+            step = max(1, len(xs) // 2000)
+            for k in range(0, len(xs), step):
+                f.write(f"{xs[k]:.4f} {100.0 * (k + 1) / len(xs):.3f}\n")
+            f.write(f"{xs[-1]:.4f} 100\n")
+        files.append((fn, name))
+    script = ["set terminal pngcairo size 1100,650" if _has_cairo() else "set terminal png size 1100,650",
+              f"set output '{os.path.join(outdir, 'latency.png')}'",
+              "set title 'syncgate: produce ack latency CDF (direct vs through syncgate vs gated)'",
+              "set xlabel 'ack latency, ms (log)'", "set ylabel 'percentile'", "set logscale x",
+              "set key bottom right", "set grid", "set yrange [0:100]"]
+    script.append("plot " + ", ".join(f"'{fn}' using 1:2 with lines lw 2 title '{name}'"
+                                      for fn, name in files))
+    subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=False)
+
+
+def _has_cairo() -> bool:
+    p = subprocess.run(["gnuplot", "-e", "set terminal"], capture_output=True, text=True)
+    return "pngcairo" in (p.stdout + p.stderr)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="a subset, a few minutes in total")
+    ap.add_argument("--peer", action="append", metavar="HOST:PORT",
+                    help="also measure another proxy's listen address in the pass-through section "
+                         "(it must front the bench's source broker or a cluster with topics pt-1/pt-16)")
+    ap.add_argument("--only", help="comma-separated sections: passthrough,gate,scale")
+    ap.add_argument("--keep", action="store_true", help="keep the Kafka run dir (logs)")
+    a = ap.parse_args()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 30000:
+        log(f"warning: open files limit {soft}: the 10,000-connection benchmark needs ~25,000 "
+            "(run through tests/bench/run.sh, which raises it)")
+    Bench(a).main()
+
+
+if __name__ == "__main__":
+    main()
