@@ -63,14 +63,15 @@ static uint64_t hash_str(const char *s)
 }
 
 /* Whether (mirror, topic) holds acks now. Until the state log has been read
- * up to its boot high watermark, a topic the config desires SYNC gates too
- * (fail closed at restart: the log may say it is effective SYNC); once the
- * log is read, waiters of topics that turn out not to gate are released. */
+ * up to its boot high watermark every topic gates (fail closed at restart:
+ * the log may say any topic is effective SYNC — an operator can make one
+ * SYNC with syncgate-ctl alone); once the log is read, waiters of topics
+ * that turn out not to gate are released. */
 static bool tstate_gating(const struct mirror_tstate *t)
 {
-	if (t->ls.effective == MIRROR_SYNC && !t->ls.released)
+	if (!t->link->gate->state_ready)
 		return true;
-	return !t->link->gate->state_ready && t->ls.desired == MIRROR_SYNC && !t->ls.released;
+	return t->ls.effective == MIRROR_SYNC && !t->ls.released;
 }
 
 static void tstate_metrics(struct mirror_tstate *t)

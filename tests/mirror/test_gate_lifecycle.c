@@ -339,9 +339,10 @@ Test(gate_lifecycle, admin_errors)
 	cr_assert(mirror_gate_is_decider(g));
 }
 
-/* Invariant 1 at restart: until the state log is read, a topic the config
- * desires SYNC holds acks (the log may say it is effective SYNC); once read,
- * topics that do not gate release their waiters. */
+/* Invariant 1 at restart: until the state log is read, every topic holds
+ * acks (the log may say any topic is effective SYNC, even one the config
+ * does not name: operators promote with syncgate-ctl); once read, topics
+ * that do not gate release their waiters. */
 Test(gate_lifecycle, holds_until_the_state_log_is_read)
 {
 	mirror_gate_free(g);
@@ -349,21 +350,19 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 	cr_assert_not_null(g);
 	cr_assert(!mirror_gate_state_ready(g));
 	cr_assert(mirror_gate_is_gated(g, "orders"), "config desires SYNC: fail closed");
-	cr_assert(!mirror_gate_is_gated(g, "audit"));
+	cr_assert(mirror_gate_is_gated(g, "audit"), "not in the config: fail closed too");
 	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 5, .outcome = MIRROR_PENDING};
 	struct cbrec cr = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	report("orders", 0, 1, 3, 3, NULL); /* lag zero, but no promotion before the log is read */
 	cr_assert_eq(cr.calls, 0);
 	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
-	/* the log says: operator demoted it */
+	/* the log says: operator demoted it — still held until the log is read */
 	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}");
 	pump();
-	cr_assert_eq(cr.calls, 1, "released under the async predicate");
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
-	/* another topic held until caught up; the log has nothing for it, so it
-	 * is effective ASYNC (promoted later at lag zero): released then */
-	struct mirror_wait_part q = {.topic = "orders-eu", .partition = 0, .last_offset = 9, .outcome = MIRROR_PENDING};
+	cr_assert_eq(cr.calls, 0, "held while the rest of the log is unread");
+	/* a topic the config does not name: held until caught up as well */
+	struct mirror_wait_part q = {.topic = "audit", .partition = 0, .last_offset = 9, .outcome = MIRROR_PENDING};
 	struct cbrec cq = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &q, 1, mirror_now_ms() + 20000, on_done, &cq));
 	pump();
@@ -371,8 +370,11 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 	mirror_gate_inject_record(g, NULL);
 	pump();
 	cr_assert(mirror_gate_state_ready(g));
+	cr_assert_eq(cr.calls, 1, "released under the async predicate");
+	cr_assert_eq(cr.o, MIRROR_SATISFIED);
 	cr_assert_eq(cq.calls, 1);
 	cr_assert_eq(cq.o, MIRROR_SATISFIED);
+	cr_assert(!mirror_gate_is_gated(g, "audit"));
 	report("orders-eu", 0, 1, 10, 10, NULL);
 	cr_assert_eq(info("orders-eu").effective, MIRROR_SYNC, "promotions resume once ready");
 }
