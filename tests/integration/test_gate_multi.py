@@ -298,3 +298,108 @@ def test_mm2_pause_timeout_resume_cycle(make_syncgate, make_mm2, source, dest, t
     assert sum(1 for v in (r.value for r in dest.consume(topic_name, 0))
                if v.startswith(b"after")) == 5
     c.close()
+
+
+def test_partial_timeout_one_request_two_partitions_s2(make_syncgate, make_testmirror, source,
+                                                       dest, topic_name):
+    """S2 (partitions of two topics in ONE Produce request): topic a is gated
+    by mirror "ma", topic b by mirror "mb" (two test mirrors into the same
+    destination cluster); mb paused. Right: a[0] → NONE with its real base
+    offset (the record is there on the destination), b[0] → the timeout code
+    (20 for v9, 190 for v14) with BaseOffset -1 naming mb; the response
+    leaves at TimeoutMs, never later."""
+    a, b = topic_name, "u" + topic_name[1:]
+    for t in (a, b):
+        source.create_topic(t, partitions=1)
+        dest.create_topic(t, partitions=1)
+    make_testmirror([a])
+    mb = make_testmirror([b])
+    sg = make_syncgate(source, mirrors=[mirror_conf("ma", dest, [f"^{a}$"]),
+                                        mirror_conf("mb", dest, [f"^{b}$"])])
+    wait_effective(sg, "ma", a)
+    wait_effective(sg, "mb", b)
+    c = RawClient("127.0.0.1", sg.port)
+    _, md = c.metadata([a, b])
+    ids = {a: md[a][0], b: md[b][0]}
+    mb.pause()
+    try:
+        for version, code in ((9, NOT_ENOUGH_REPLICAS_AFTER_APPEND), (14, TIMEOUT_CODE)):
+            t0 = time.monotonic()
+            c.send(0, version, produce_body(version, -1, 3000,
+                                            {a: {0: record_batch([f"a{version}".encode()])},
+                                             b: {0: record_batch([f"b{version}".encode()])}},
+                                            ids if version >= 13 else None))
+            _, body = c.recv()
+            waited = time.monotonic() - t0
+            r = parse_produce_response(body, version)
+            key = (lambda t: ids[t].hex()) if version >= 13 else (lambda t: t)
+            (pa,) = r.topics[key(a)]
+            (pb,) = r.topics[key(b)]
+            assert pa.error_code == 0 and pa.base_offset >= 0, pa
+            assert pa.error_message in (None, ""), pa
+            assert [x.value for x in dest.consume(a, 0, pa.base_offset, pa.base_offset + 1)] == \
+                [f"a{version}".encode()]
+            assert pb.error_code == code and pb.base_offset == -1, pb
+            assert pb.error_message.startswith("mirror mb:"), pb
+            assert 2.0 <= waited <= 3.2, waited
+    finally:
+        mb.resume()
+    # resumed: both partitions of one request ack
+    r = c.produce(b, 0, [b"after"], version=9, timeout_ms=30000)
+    (pb,) = r.topics[b]
+    assert pb.error_code == 0 and dest.high_watermark(b, 0) > pb.base_offset
+    c.close()
+
+
+POLL_HOL_BUG = ("mirror/progress.c dest_progress(): one rd_kafka_offsets_for_times() over "
+                "every demanded partition; a frozen destination leader makes the whole call "
+                "_TIMED_OUT and every partition is reported failing, so p0 (healthy leader, "
+                "already on the destination) times out too")
+
+
+@pytest.mark.parametrize("progress", [
+    pytest.param("poll", marks=pytest.mark.xfail(strict=True, reason=POLL_HOL_BUG)),
+    "tail"])
+def test_partial_timeout_same_topic_p0_p1_s2(make_cluster, make_syncgate, make_testmirror,
+                                             source, topic_name, progress):
+    """S2 literally: one Produce request to p0 and p1 of one topic; the
+    destination has p0 (its leader, broker 1, is healthy) but not p1 (its
+    leader, broker 2, is frozen with SIGSTOP, so the mirror cannot write it).
+    Right: p0 → NONE with its base offset, p1 → 20 (v9) naming the mirror,
+    the response at TimeoutMs. An unresponsive destination leader must not
+    hold back the progress of partitions led by healthy brokers."""
+    from confluent_kafka.admin import NewTopic
+    d2 = make_cluster("s2dst", brokers=2)
+    source.create_topic(topic_name, partitions=2)
+    fs = d2.admin().create_topics([NewTopic(topic_name, 2, replica_assignment=[[1], [2]])])
+    fs[topic_name].result(timeout=30)
+    wait_until(lambda: [p["leader"] for p in d2.partitions(topic_name)] == [1, 2], timeout=30,
+               what="p0 led by broker 1, p1 by broker 2")
+    make_testmirror([topic_name], dest=d2)
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", d2, [topic_name], progress=progress)])
+    wait_effective(sg, "dr", topic_name)
+    c = RawClient("127.0.0.1", sg.port)
+    r = c.produce(topic_name, 0, [b"warm"], version=9, timeout_ms=30000)
+    assert r.topics[topic_name][0].error_code == 0
+    d2.pause_broker(2)
+    try:
+        t0 = time.monotonic()
+        c.send(0, 9, produce_body(9, -1, 10000, {topic_name: {0: record_batch([b"p0"]),
+                                                              1: record_batch([b"p1"])}}))
+        # the destination does have p0 (its leader is healthy), well before the deadline
+        wait_until(lambda: d2.high_watermark(topic_name, 0) >= 2, timeout=5,
+                   what="the mirror copies p0 while p1's leader is frozen")
+        p0_on_dest = time.monotonic() - t0
+        _, body = c.recv()
+        waited = time.monotonic() - t0
+        parts = {x.index: x for x in parse_produce_response(body, 9).topics[topic_name]}
+        print(f"\nS2 same topic: p0 on the destination after {p0_on_dest:.2f}s; "
+              f"response after {waited:.2f}s: {parts}")
+        assert parts[1].error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND and \
+            parts[1].base_offset == -1 and parts[1].error_message.startswith("mirror dr:"), parts
+        assert waited <= 10.0, waited
+        assert parts[0].error_code == 0 and parts[0].base_offset >= 0, parts
+        assert parts[0].base_offset == 1
+    finally:
+        d2.resume_broker(2)
+    c.close()
