@@ -321,8 +321,10 @@ const struct conf_setting conf_settings[] = {
 	SEC("admin", NONE, 0, "The admin HTTP listener: /metrics, /healthz, /readyz and the API used by syncgate-ctl."),
 	{ "admin.listen", CONF_T_ADDR, C(admin_listen), 0, CONF_F_PORT0, 0, 0, "127.0.0.1:9464", NULL, NULL,
 	  "Admin listener address, `host:port` (port 0: any free port)." },
-	{ "admin.token_file", CONF_T_STRING, C(admin_token_file), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
-	  "File holding the bearer token required by mutating admin calls; absent: they are refused." },
+	{ "admin.token_file", CONF_T_STRING, C(admin_token_file), 0, 0, 0, 0, NULL, NULL, check_file,
+	  "File holding the bearer token required by mutating admin calls; absent: they are refused. "
+	  "The file is read on every call, so a new token in the same file applies at once; "
+	  "another path needs a restart." },
 
 	SEC("log", NONE, 0, "Logging: one line per event to stderr, `<time> <LEVEL> <event> key=value ...`."),
 	{ "log.level", CONF_T_ENUM, C(log_level), 0, CONF_F_LIVE, 0, 0, "info", level_names, NULL,

@@ -143,19 +143,26 @@ static void print_describe(const json_t *doc)
 	json_t *m, *t, *p;
 	json_array_foreach(json_object_get(doc, "mirrors"), i, m) {
 		json_array_foreach(json_object_get(m, "topics"), j, t) {
-			printf("%-12s %-28s %-8s %-9s %-8s %-9s %-8lld ",
+			char lag[24] = "?"; /* null: some partition's progress is unknown */
+			const json_t *jl = json_object_get(t, "lag");
+			if (json_is_integer(jl) && json_integer_value(jl) >= 0)
+				snprintf(lag, sizeof(lag), "%lld", (long long)json_integer_value(jl));
+			printf("%-12s %-28s %-8s %-9s %-8s %-9s %-8s ",
 			       json_string_value(json_object_get(m, "name")),
 			       json_string_value(json_object_get(t, "topic")),
 			       json_string_value(json_object_get(t, "desired")),
 			       json_string_value(json_object_get(t, "effective")),
 			       json_is_true(json_object_get(t, "released")) ? "yes" : "no",
 			       json_is_true(json_object_get(t, "recovery_pending")) ? "pending" : "-",
-			       (long long)json_integer_value(json_object_get(t, "lag")));
+			       lag);
 			json_array_foreach(json_object_get(t, "partitions"), k, p) {
 				const char *why = json_string_value(json_object_get(p, "failing_reason"));
-				printf("%s%lld=%lld%s%s", k ? " " : "",
-				       (long long)json_integer_value(json_object_get(p, "partition")),
-				       (long long)json_integer_value(json_object_get(p, "progress")),
+				const json_t *jp = json_object_get(p, "progress");
+				char off[24] = "?";
+				if (json_is_integer(jp) && json_integer_value(jp) >= 0)
+					snprintf(off, sizeof(off), "%lld", (long long)json_integer_value(jp));
+				printf("%s%lld=%s%s%s", k ? " " : "",
+				       (long long)json_integer_value(json_object_get(p, "partition")), off,
 				       why && *why ? "!" : "", why && *why ? why : "");
 			}
 			printf("\n");
