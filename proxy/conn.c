@@ -19,6 +19,11 @@
  * are only hints: these marks are our own caps on what one pair buffers). */
 #define FLOW_HIGH (4u << 20)
 #define FLOW_LOW  (1u << 20)
+/* Requests awaiting their response per connection: past it the client is not
+ * read. Held bytes are only known once responses arrive, so without this a
+ * client pipelining gated Produce requests could grow what is held without
+ * bound (librdkafka allows 1,000,000 in flight when not idempotent). */
+#define FIFO_HIGH 1024
 
 static void client_read_cb(struct bufferevent *bev, void *arg);
 static void upstream_read_cb(struct bufferevent *bev, void *arg);
@@ -244,7 +249,7 @@ void proxy_conn_update_flow(struct proxy_conn *c)
 	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client));
 	bool over_held = c->held_bytes > (size_t)cf->max_held_bytes_per_connection ||
 			 c->srv->held_bytes > (size_t)cf->max_held_bytes;
-	bool pause_client = up_out > FLOW_HIGH || over_held ||
+	bool pause_client = up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH ||
 			    (c->client_paused && up_out > FLOW_LOW);
 	if (pause_client != c->client_paused) {
 		c->client_paused = pause_client;
@@ -252,8 +257,9 @@ void proxy_conn_update_flow(struct proxy_conn *c)
 			bufferevent_disable(c->client, EV_READ);
 		else
 			bufferevent_enable(c->client, EV_READ);
-		LOG_D("backpressure", "conn=%llu side=client paused=%d upstream_out=%zu held=%zu",
-		      (unsigned long long)c->id, pause_client, up_out, c->held_bytes);
+		LOG_D("backpressure", "conn=%llu side=client paused=%d upstream_out=%zu held=%zu "
+		      "in_flight=%zu", (unsigned long long)c->id, pause_client, up_out, c->held_bytes,
+		      c->nfifo);
 	}
 	bool pause_up = cl_out > FLOW_HIGH || (c->upstream_paused && cl_out > FLOW_LOW);
 	if (pause_up != c->upstream_paused) {

@@ -75,7 +75,10 @@ def test_held_bytes_cap_stops_reading_then_resumes(make_syncgate, make_testmirro
         appended = source.high_watermark(topic_name, 0)
         rss_held = rss_kb(sg.proc.pid)
         held = sg.metric("syncgate_held_bytes")
-        assert appended < 400, f"{appended} requests read despite the cap"
+        # what was forwarded before the held responses crossed the cap is
+        # still read (socket buffers, FLOW_HIGH upstream): timing-dependent,
+        # but far from all of it
+        assert appended < 1000, f"{appended} requests read despite the cap"
         assert sum(sent) < 2000, "the clients were never pushed back"
         assert rss_held - rss0 < 30 * 1024, (rss0, rss_held)
         # requests already forwarded when the cap was crossed are still held
@@ -93,6 +96,40 @@ def test_held_bytes_cap_stops_reading_then_resumes(make_syncgate, make_testmirro
     wait_until(lambda: sg.metric("syncgate_held_bytes") == 0, timeout=10, what="nothing held")
     print(f"\nbackpressure[{nconns} conn]: rss before {rss0} kB, while held {rss_held} kB, "
           f"{appended} of 2000 requests read while the mirror was paused, held bytes {held}")
+
+
+def test_in_flight_cap_stops_reading_small_pipelined_requests(make_syncgate, make_testmirror,
+                                                             source, dest, topic_name):
+    """Invariant 5 for tiny requests: held bytes stay under the caps, yet a
+    client pipelining thousands of gated acks=all Produce requests is still
+    pushed back — at most 1024 requests per connection await a response —
+    and after the mirror resumes every response arrives, in order."""
+    sg, mirror = gated(source, dest, make_syncgate, make_testmirror, topic_name)
+    body = produce_body(9, -1, 60000, {topic_name: {0: record_batch([b"x"])}})
+    c = RawClient("127.0.0.1", sg.port, timeout=120)
+    total = 5000
+    sent = [0]
+
+    def pump():
+        for _ in range(total):
+            c.send(0, 9, body)
+            sent[0] += 1
+
+    mirror.pause()
+    t = threading.Thread(target=pump, daemon=True)
+    try:
+        t.start()
+        wait_until(lambda: source.high_watermark(topic_name, 0) >= 1000, timeout=30,
+                   what="the first requests appended")
+        time.sleep(2)
+        appended = source.high_watermark(topic_name, 0)
+        assert appended <= 1024 + 2, f"{appended} requests read with the mirror paused"
+    finally:
+        mirror.resume()
+    t.join(120)
+    assert [c.recv()[0] for _ in range(total)] == list(range(1, total + 1))
+    c.close()
+    assert source.high_watermark(topic_name, 0) == total
 
 
 # -- connection churn ---------------------------------------------------------------
