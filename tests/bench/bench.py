@@ -108,7 +108,7 @@ class SG:
     """One syncgate process started by the bench (info logging, own config)."""
 
     def __init__(self, bed: KafkaBed, name: str, source, mirrors=None, state_topic=None,
-                 gate=None, limits=None):
+                 gate=None, limits=None, env=None):
         bid = source.broker_ids[0]
         self.port, self.admin_port = free_port(), free_port()
         self.name = name
@@ -129,7 +129,7 @@ class SG:
         path = os.path.join(bed.run_dir, f"{name}.yaml")
         with open(path, "w") as f:
             yaml.safe_dump(cfg, f, sort_keys=False)
-        self.proc = bed.spawn(name, [SYNCGATE_BIN, "--config", path])
+        self.proc = bed.spawn(name, [SYNCGATE_BIN, "--config", path], env=env)
         self.pid = self.proc.pid
         wait_until(self._up, timeout=30, what=f"{name} listening")
 
@@ -286,6 +286,29 @@ class Probe:
         return rows
 
 
+def ss_counters(pid: int, ports: set) -> tuple:
+    """(data segments sent, bytes sent, bytes received) summed over the TCP
+    connections of process `pid` to any of `ports` (from `ss -tinp`)."""
+    p = subprocess.run(["ss", "-tinpH", "state", "established"], capture_output=True, text=True)
+    segs = bs = br = 0
+    lines = p.stdout.splitlines()
+    for i, line in enumerate(lines):
+        if f"pid={pid}," not in line:
+            continue
+        f = line.split()
+        peer = f[3] if len(f) > 3 else ""
+        if peer.rsplit(":", 1)[-1] not in ports:
+            continue
+        info = lines[i + 1] if i + 1 < len(lines) else ""
+        m = re.search(r"data_segs_out:(\d+)", info)
+        segs += int(m.group(1)) if m else 0
+        m = re.search(r"bytes_sent:(\d+)", info)
+        bs += int(m.group(1)) if m else 0
+        m = re.search(r"bytes_received:(\d+)", info)
+        br += int(m.group(1)) if m else 0
+    return segs, bs, br
+
+
 def split_summary(rows, target) -> dict:
     """Ack latency of `target` split by the tails' timestamps (partition 0 records
     seen by both tails): source = send -> source HW shows it; replication =
@@ -343,7 +366,18 @@ class Bench:
         os.makedirs(os.path.join(self.outdir, ".bin"), exist_ok=True)
         shutil.copy2(SYNCGATE_BIN, os.path.join(self.outdir, ".bin", "syncgate"))
         self.res["syncgate_bin"] = SYNCGATE_BIN
+        import hashlib
+        with open(SYNCGATE_BIN, "rb") as f:
+            self.res["syncgate_sha256"] = hashlib.sha256(f.read()).hexdigest()[:16]
+        self.res["syncgate_mtime"] = datetime.datetime.fromtimestamp(
+            os.path.getmtime(SYNCGATE_BIN)).isoformat(timespec="seconds")
         SYNCGATE_BIN = os.path.join(self.outdir, ".bin", "syncgate")
+        self.shim = None
+        if not args.no_diag:
+            so = os.path.join(self.outdir, ".bin", "nodelay.so")
+            if subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", so, os.path.join(HERE, "nodelay_shim.c"),
+                               "-ldl"]).returncode == 0:
+                self.shim = so
         self.bed = KafkaBed()
         self.probe = Probe(self.outdir)
         self.samples = {}  # plot: name -> [latency ms]
@@ -374,6 +408,12 @@ class Bench:
             src.create_topic(t, partitions=p)
         sg = SG(self.bed, "sg-plain", src)
         targets = {"direct": src.bootstrap, "syncgate": sg.bootstrap}
+        pids = {"syncgate": sg.pid}
+        sgn = None
+        if self.shim:  # diagnostic: the same binary with TCP_NODELAY forced on its sockets
+            sgn = SG(self.bed, "sg-nodelay", src, env={"LD_PRELOAD": self.shim})
+            targets["syncgate+nodelay"] = sgn.bootstrap
+            pids["syncgate+nodelay"] = sgn.pid
         for i, peer in enumerate(self.a.peer or []):
             targets[f"peer{i + 1}" if len(self.a.peer) > 1 else "peer"] = peer
         q = self.quick
@@ -382,7 +422,7 @@ class Bench:
             configs = [(1024, "all", 16, 5), (100, "all", 1, 5), (100, "1", 1, 1), (1024, "1", 16, 1)]
         else:
             configs = [(s, a, p, m) for s in sizes for a in acks_l for p in parts for m in infl]
-        rounds = 2 if q else 3
+        rounds = self.a.rounds or (2 if q else 3)
         total_bytes = 48 << 20 if q else 200 << 20
         sec = {"targets": {k: v for k, v in targets.items()}, "rounds": rounds, "producer": [],
                "consumer": [], "latency_probe": []}
@@ -392,11 +432,12 @@ class Bench:
             for r in range(rounds):
                 order = list(targets)[r % len(targets):] + list(targets)[:r % len(targets)]
                 for t in order:
-                    c0, t0 = cpu_seconds(sg.pid), time.monotonic()
+                    pid = pids.get(t, sg.pid)
+                    c0, t0 = cpu_seconds(pid), time.monotonic()
                     pp = producer_perf(targets[t], f"pt-{p}", n, size, acks, m)
-                    pp["syncgate_cpu_s"] = cpu_seconds(sg.pid) - c0
+                    pp["syncgate_cpu_s"] = cpu_seconds(pid) - c0
                     pp["wall_s"] = time.monotonic() - t0
-                    pp["syncgate_rss_kib"] = rss_kib(sg.pid)
+                    pp["syncgate_rss_kib"] = rss_kib(pid)
                     runs[t].append(pp)
                     log(f"  producer {size}B acks={acks} p={p} inflight={m} {t}: {pp['mb_s']} MB/s "
                         f"p99 {pp['p99_ms']} ms sgcpu {pp['syncgate_cpu_s']:.2f}s")
@@ -405,7 +446,7 @@ class Bench:
                 row[t] = {k: med([x[k] for x in runs[t]]) for k in
                           ("mb_s", "rec_s", "p50_ms", "p99_ms", "p999_ms", "max_ms")}
                 row[t]["mb_s_rounds"] = [x["mb_s"] for x in runs[t]]
-                if t == "syncgate":
+                if t in pids:
                     gb = n * size / 1e9
                     row[t]["cpu_s_per_gb"] = rnd(med([x["syncgate_cpu_s"] / gb for x in runs[t]]))
                     row[t]["rss_mib"] = rnd(max(x["syncgate_rss_kib"] for x in runs[t]) / 1024, 1)
@@ -415,21 +456,22 @@ class Bench:
             sec["producer"].append(row)
         # consumer: the topics now hold the producer runs' records
         for p in ([16] if q else [1, 16]):
-            n = 200000 if q else 1000000
+            n = 400000 if q else 1000000
             runs = {t: [] for t in targets}
             for r in range(rounds):
                 order = list(targets)[r % len(targets):] + list(targets)[:r % len(targets)]
                 for t in order:
-                    c0 = cpu_seconds(sg.pid)
+                    pid = pids.get(t, sg.pid)
+                    c0 = cpu_seconds(pid)
                     cp = consumer_perf(targets[t], f"pt-{p}", n)
-                    cp["syncgate_cpu_s"] = cpu_seconds(sg.pid) - c0
+                    cp["syncgate_cpu_s"] = cpu_seconds(pid) - c0
                     runs[t].append(cp)
                     log(f"  consumer p={p} {t}: fetch {cp['fetch_mb_s']} MB/s")
             row = {"partitions": p, "records": n}
             for t in targets:
                 row[t] = {"fetch_mb_s": med([x["fetch_mb_s"] for x in runs[t]]),
                           "mb_s": med([x["mb_s"] for x in runs[t]])}
-                if t == "syncgate":
+                if t in pids:
                     row[t]["cpu_s_per_gb"] = rnd(med([x["syncgate_cpu_s"] / (x["mb"] * 1.048576e-3)
                                                       for x in runs[t] if x["mb"]]))
                 if t != "direct":
@@ -440,7 +482,8 @@ class Bench:
             [(100, "1", 1, 1000), (100, "all", 5, 1000), (1024, "all", 5, 2000), (1024, "1", 5, 5000)]
         for size, acks, m, rate in lconfs:
             rows = self.probe.run(targets, "pt-1", size=size, acks=acks, inflight=m, rate=rate,
-                                  count=2000 if q else 5000, rounds=3 if q else 5, tag="pt")
+                                  count=2000 if q else 5000, rounds=max(3, rounds) if q else 5,
+                                  tag="pt")
             row = {"size": size, "acks": acks, "inflight": m, "rate_msg_s": rate}
             for t in targets:
                 row[t] = latency_summary(rows, t)
@@ -457,6 +500,8 @@ class Bench:
         sec["syncgate_rss_mib_end"] = rnd(rss_kib(sg.pid) / 1024, 1)
         self.res["sections"]["passthrough"] = sec
         sg.stop()
+        if sgn:
+            sgn.stop()
 
     def gate(self, src, dst):
         q = self.quick
@@ -479,6 +524,9 @@ class Bench:
         sgs = {"poll": SG(self.bed, "sg-poll", src, [mconf("poll")]),
                "tail": SG(self.bed, "sg-tail", src, [mconf("tail")]),
                "mm2": SG(self.bed, "sg-mm2", src, [mconf(offsets="mm2", topics=("g-mm",))])}
+        if self.shim:  # diagnostic: tail mode with TCP_NODELAY forced
+            sgs["tail+nodelay"] = SG(self.bed, "sg-tail-nd", src, [mconf("tail")],
+                                     env={"LD_PRELOAD": self.shim})
         src.produce("g-1", 1)
         src.produce("g-mm", 1)
         for k, sg in sgs.items():
@@ -487,16 +535,24 @@ class Bench:
         sec = {"config": {"poll_interval_ms": 5, "mirror_preserved": "tests/kafka/testmirror",
                           "mirror_mm2": "MirrorMaker 2 (offset.lag.max=0)"},
                "split": [], "throughput": []}
-        rate, count, rounds = 200, (600 if q else 2000), (3 if q else 5)
+        rate, count, rounds = 200, (600 if q else 2000), max(self.a.rounds or 0, 3 if q else 5)
         for label, topic, targets in (
                 ("preserved", "g-1", {"direct": src.bootstrap, "poll": sgs["poll"].bootstrap,
-                                      "tail": sgs["tail"].bootstrap}),
+                                      "tail": sgs["tail"].bootstrap,
+                                      **({"tail+nodelay": sgs["tail+nodelay"].bootstrap}
+                                         if "tail+nodelay" in sgs else {})}),
                 ("mm2", "g-mm", {"direct": src.bootstrap, "mm2": sgs["mm2"].bootstrap})):
             h0 = {k: sgs[k].histogram("syncgate_mirror_sync_replication_latency_ms")
                   for k in targets if k in sgs}
             rows = self.probe.run(targets, topic, size=100, acks="all", inflight=5, rate=rate,
                                   count=count, rounds=rounds, warmup=100, src_tail=src.bootstrap,
                                   dst_tail=dst.bootstrap, tag=f"gate-{label}")
+            # how late the tail consumers see a record: source-seen minus ack of direct acks=all
+            # (on a 1-broker source the HW passes the record when the ack is sent)
+            obs = [(ss - a) / 1e6 for (tt, _r, p, o, s, a, ss, _d) in rows
+                   if tt == "direct" and p == 0 and ss > 0 and a > 0]
+            sec.setdefault("observer_delay_ms", {})[label] = {
+                "p50": rnd(pct(obs, 50)) if obs else None, "p99": rnd(pct(obs, 99)) if obs else None}
             for t in targets:
                 row = {"target": t, "topic": topic, "size": 100, "rate_msg_s": rate, "inflight": 5}
                 row.update(split_summary(rows, t))
@@ -520,7 +576,7 @@ class Bench:
             tconf["gated mm2"] = (sgs["mm2"].bootstrap, "g-mm")
         for m in (1, 5):
             runs = {k: [] for k in tconf}
-            for r in range(2 if q else 3):
+            for r in range(self.a.rounds or (2 if q else 3)):
                 ks = list(tconf)
                 for k in ks[r % len(ks):] + ks[:r % len(ks)]:
                     pp = producer_perf(tconf[k][0], tconf[k][1], n, 1024, "all", m)
@@ -541,7 +597,244 @@ class Bench:
         mm.stop()
 
     def scale(self, src, dst, dst2):
-        raise NotImplementedError("scale section")
+        sec = {}
+        self.res["sections"]["scale"] = sec
+        for name, fn in (("idle_connections", lambda: self.scale_idle(src)),
+                         ("held_responses", lambda: self.scale_held(src, dst)),
+                         ("gated_partitions", lambda: self.scale_partitions(src, dst, dst2))):
+            try:
+                sec[name] = fn()
+            except Exception as e:  # noqa: BLE001
+                log(f"scale {name} FAILED: {e!r}")
+                sec[name] = {"error": repr(e)[:2000]}
+            self.write()
+
+    def scale_idle(self, src) -> dict:
+        want = 10000
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        # syncgate holds 2 descriptors per client connection (client + upstream)
+        n = min(want, (soft - 400) // 2)
+        log(f"scale: {n} idle connections (open-files limit {soft})")
+        sg = SG(self.bed, "sg-idle", src)
+        time.sleep(1)
+        out = {"connections": n, "open_files_limit": soft}
+        rss0, cpu0 = rss_kib(sg.pid), cpu_seconds(sg.pid)
+        socks = []
+        t0 = time.monotonic()
+        try:
+            for k in range(n):
+                try:
+                    socks.append(socket.create_connection(("127.0.0.1", sg.port), timeout=10))
+                except OSError as e:
+                    out["connect_error"] = f"after {k} connections: {e}"
+                    break
+            try:
+                wait_until(lambda: sg.metric("syncgate_client_connections") >= len(socks), timeout=60,
+                           interval=0.5, what=f"{len(socks)} client connections")
+            except AssertionError:
+                pass
+            out["client_connections_metric"] = sg.metric("syncgate_client_connections")
+            n = out["connections"] = len(socks)
+            out["connect_s"] = rnd(time.monotonic() - t0, 2)
+            time.sleep(2)
+            rss1 = rss_kib(sg.pid)
+            out["upstream_up"] = sg.metric("syncgate_upstream_up")
+            # then each sends one ApiVersions (v3) and reads its answer: "used, then idle"
+            import rawkafka
+            body = rawkafka.string("sgbench", True) + rawkafka.string("1.0", True) + rawkafka.TAGS0
+            frame = rawkafka.request_header(18, 3, 1) + body
+            frame = rawkafka.i32(len(frame)) + frame
+            for s in socks:
+                s.setblocking(True)
+                s.settimeout(30)
+                s.sendall(frame)
+            got = 0
+            for s in socks:
+                try:
+                    hdr = b""
+                    while len(hdr) < 4:
+                        chunk = s.recv(4 - len(hdr))
+                        if not chunk:
+                            raise ConnectionError("closed")
+                        hdr += chunk
+                    left = int.from_bytes(hdr, "big", signed=True)
+                    while left > 0:
+                        chunk = s.recv(min(left, 65536))
+                        if not chunk:
+                            raise ConnectionError("closed")
+                        left -= len(chunk)
+                    got += 1
+                except OSError:
+                    pass
+            time.sleep(2)
+            rss2 = rss_kib(sg.pid)
+            out.update({"rss_before_mib": rnd(rss0 / 1024, 1), "rss_idle_mib": rnd(rss1 / 1024, 1),
+                        "rss_after_apiversions_mib": rnd(rss2 / 1024, 1), "apiversions_answered": got,
+                        "kib_per_connection_idle": rnd((rss1 - rss0) / n, 2),
+                        "kib_per_connection_used": rnd((rss2 - rss0) / n, 2),
+                        "rss_at_10000_mib_extrapolated": rnd((rss0 + (rss2 - rss0) * want / n) / 1024, 1),
+                        "cpu_s": rnd(cpu_seconds(sg.pid) - cpu0, 2)})
+        finally:
+            for s in socks:
+                s.close()
+        try:
+            wait_until(lambda: sg.metric("syncgate_client_connections") == 0, timeout=60, interval=0.5,
+                       what="connections closed")
+            time.sleep(1)
+            out["rss_after_close_mib"] = rnd(rss_kib(sg.pid) / 1024, 1)
+        except AssertionError as e:
+            out["close_error"] = str(e)
+        sg.stop()
+        log(f"  idle: {out}")
+        return out
+
+    def scale_held(self, src, dst) -> dict:
+        import rawkafka
+        total, nconn = 10000, 10
+        per = total // nconn
+        log(f"scale: {total} held responses over {nconn} connections")
+        src.create_topic("h-1", partitions=1)
+        dst.create_topic("h-1", partitions=1)
+        tm = self.bed.start_testmirror("tmh", src, dst, ["h-1"])
+        sg = SG(self.bed, "sg-held", src, [{"name": "dr", "bootstrap": dst.bootstrap, "offsets": "preserved",
+                                           "progress": "poll", "poll_interval_ms": 5,
+                                           "sync_topics": ["h-1"]}])
+        src.produce("h-1", 1)
+        sg.wait_sync("dr", "h-1")
+        clients = [rawkafka.RawClient("127.0.0.1", sg.port, timeout=300) for _ in range(nconn)]
+        for c in clients:
+            r = c.produce("h-1", 0, [b"warm"], version=9)
+            assert r.topics["h-1"][0].error_code == 0, r
+        body = rawkafka.produce_body(9, -1, 170000, {"h-1": {0: rawkafka.record_batch([b"x" * 100])}})
+        time.sleep(1)
+        out = {"responses": total, "connections": nconn, "record_bytes": 100,
+               "request_frame_bytes": len(body) + 30}
+        tm.pause()
+        rss0, cpu0 = rss_kib(sg.pid), cpu_seconds(sg.pid)
+        t0 = time.monotonic()
+        for c in clients:
+            for _ in range(per):
+                c.send(0, 9, body)
+        held = wait_until(lambda: (lambda h: h if h >= total else 0)(sg.metric("syncgate_held_responses")),
+                          timeout=120, interval=0.2, what=f"{total} held responses")
+        out["hold_all_s"] = rnd(time.monotonic() - t0, 2)
+        time.sleep(2)
+        rss1, cpu1 = rss_kib(sg.pid), cpu_seconds(sg.pid)
+        held_bytes = sg.metric("syncgate_held_bytes")
+        hw_target = src.high_watermark("h-1", 0)
+        out.update({"held_metric": held, "held_bytes_metric": held_bytes,
+                    "rss_before_mib": rnd(rss0 / 1024, 1), "rss_held_mib": rnd(rss1 / 1024, 1),
+                    "rss_bytes_per_held": rnd((rss1 - rss0) * 1024 / total, 0),
+                    "held_bytes_per_response": rnd(held_bytes / total, 1),
+                    "overhead_bytes_per_held": rnd(((rss1 - rss0) * 1024 - held_bytes) / total, 0),
+                    "cpu_s_while_holding": rnd(cpu1 - cpu0, 3)})
+        # resume: time until the destination caught up, and until every response arrived
+        done = {}
+
+        def reader(i, c):
+            errs = 0
+            for _ in range(per):
+                _, b = c.recv()
+                out["response_frame_bytes"] = len(b) + 8
+                r = rawkafka.parse_produce_response(b, 9)
+                errs += sum(1 for p in r.topics["h-1"] if p.error_code)
+            done[i] = (time.monotonic(), errs)
+        ths = [threading.Thread(target=reader, args=(i, c)) for i, c in enumerate(clients)]
+        tm.resume()
+        t_res = time.monotonic()
+        for th in ths:
+            th.start()
+        t_dst = None
+        while any(th.is_alive() for th in ths) or t_dst is None:
+            if t_dst is None and dst.high_watermark("h-1", 0) >= hw_target:
+                t_dst = time.monotonic()
+            if time.monotonic() - t_res > 200:
+                break
+            time.sleep(0.002)
+        for th in ths:
+            th.join(timeout=60)
+        t_all = max(v[0] for v in done.values()) if len(done) == nconn else None
+        cpu2 = cpu_seconds(sg.pid)
+        out.update({"resume_to_dest_caught_up_s": rnd(t_dst - t_res, 3) if t_dst else None,
+                    "resume_to_all_released_s": rnd(t_all - t_res, 3) if t_all else None,
+                    "dest_caught_up_to_all_released_ms": rnd((t_all - t_dst) * 1000, 1)
+                    if t_all and t_dst else None,
+                    "errors": sum(v[1] for v in done.values()), "connections_done": len(done),
+                    "overhead_bytes_per_held_vs_response_frame":
+                        rnd((rss1 - rss0) * 1024 / total - out.get("response_frame_bytes", 0), 0),
+                    "cpu_s_releasing": rnd(cpu2 - cpu1, 3),
+                    "rss_after_release_mib": rnd(rss_kib(sg.pid) / 1024, 1)})
+        for c in clients:
+            c.close()
+        sg.stop()
+        tm.stop()
+        log(f"  held: {out}")
+        return out
+
+    def scale_partitions(self, src, dst, dst2) -> dict:
+        q = self.quick
+        P = 1000
+        log(f"scale: {P} partitions gated by two mirrors")
+        for c in (src, dst, dst2):
+            c.create_topic("sc", partitions=P, timeout=180)
+        tms = [self.bed.start_testmirror("tmA", src, dst, ["sc"]),
+               self.bed.start_testmirror("tmB", src, dst2, ["sc"])]
+        dpids = [p for c in (dst, dst2) for p in c.pids.values() if p]
+        dports = {b.rsplit(":", 1)[1] for c in (dst, dst2) for b in c.brokers.values()}
+        out = {"partitions": P, "mirrors": 2, "what": "one topic of 1,000 partitions gated by two mirrors "
+               "(2,000 mirror-partition pairs)", "modes": {}}
+        W = 8 if q else 20
+        rate = 1000
+        for mode in ("poll", "tail"):
+            mirrors = [{"name": n, "bootstrap": c.bootstrap, "offsets": "preserved", "progress": mode,
+                        "poll_interval_ms": 5, "sync_topics": ["sc"]} for n, c in (("A", dst), ("B", dst2))]
+            sg = SG(self.bed, f"sg-scale-{mode}", src, mirrors)
+            sg.wait_sync("A", "sc", timeout=180)
+            sg.wait_sync("B", "sc", timeout=180)
+            time.sleep(2)
+
+            def snap():
+                segs, bsent, brecv = ss_counters(sg.pid, dports)
+                return {"t": time.monotonic(), "sg_cpu": cpu_seconds(sg.pid),
+                        "dst_cpu": sum(cpu_seconds(p) for p in dpids), "segs": segs, "bsent": bsent,
+                        "brecv": brecv}
+
+            def delta(a, b):
+                dt = b["t"] - a["t"]
+                return {"seconds": rnd(dt, 2), "syncgate_cpu_s_per_s": rnd((b["sg_cpu"] - a["sg_cpu"]) / dt),
+                        "dest_brokers_cpu_s_per_s": rnd((b["dst_cpu"] - a["dst_cpu"]) / dt),
+                        "syncgate_segments_to_dest_per_s": rnd((b["segs"] - a["segs"]) / dt, 1),
+                        "syncgate_bytes_to_dest_per_s": rnd((b["bsent"] - a["bsent"]) / dt, 0),
+                        "syncgate_bytes_from_dest_per_s": rnd((b["brecv"] - a["brecv"]) / dt, 0)}
+            a = snap()
+            time.sleep(W)
+            res = {"idle": delta(a, snap())}
+            runs = {"direct": [], "syncgate": []}
+            for r in range(2):
+                for t in (["direct", "syncgate"] if r % 2 == 0 else ["syncgate", "direct"]):
+                    a = snap()
+                    h0 = sg.histogram("syncgate_mirror_sync_replication_latency_ms")
+                    rows = self.probe.run({t: src.bootstrap if t == "direct" else sg.bootstrap}, "sc",
+                                          size=100, acks="all", inflight=5, rate=rate, count=rate * W,
+                                          rounds=1, partitions=P, warmup=P, tag=f"scale-{mode}-{t}")
+                    d = delta(a, snap())
+                    d.update(latency_summary(rows, t))
+                    if t == "syncgate":
+                        h = hist_delta(h0, sg.histogram("syncgate_mirror_sync_replication_latency_ms"))
+                        d["sg_hist_p50_le_ms"] = hist_quantile(h, 0.5)
+                        d["sg_hist_p99_le_ms"] = hist_quantile(h, 0.99)
+                    runs[t].append(d)
+                    log(f"  {mode} {t}: {d}")
+            for t, v in runs.items():
+                res[t] = {k: med([x[k] for x in v]) for k in v[0] if isinstance(v[0][k], (int, float))}
+            out["modes"][mode] = res
+            sg.stop()
+            time.sleep(1)
+        out["load"] = f"SgProbe {rate} msg/s of 100 B, acks=all, round-robin over the {P} partitions, " \
+                      f"{W} s per run (JVM start-up included in the per-second figures)"
+        for t in tms:
+            t.stop()
+        return out
 
     def write(self):
         with open(os.path.join(self.outdir, "results.json"), "w") as f:
@@ -624,7 +917,8 @@ def fmt(x, n=2):
 def render_markdown(res: dict) -> str:
     L = [f"# syncgate benchmarks — {res['date']} ({res['mode']})", "",
          f"Machine: {res['machine'].get('cpus')} CPUs ({res['machine'].get('cpu', '?')}), "
-         f"load at start {' '.join(res['machine'].get('loadavg_at_start', []))}; git {res['git']}. "
+         f"load at start {' '.join(res['machine'].get('loadavg_at_start', []))}; git {res['git']} "
+         f"(syncgate binary built {res.get('syncgate_mtime', '?')}, sha256 {res.get('syncgate_sha256', '?')}). "
          "Shared, noisy machine: compare ratios within a run, not absolute figures.", ""]
     s = res["sections"]
     pt = s.get("passthrough")
@@ -637,7 +931,7 @@ def render_markdown(res: dict) -> str:
         hdr = "| size | acks | parts | in-flight | direct MB/s | " + " | ".join(
             f"{t} MB/s | {t} ratio" for t in others) + \
             " | direct p50/p99/p99.9 ms | " + " | ".join(f"{t} p50/p99/p99.9 ms" for t in others) + \
-            " | syncgate CPU s/GB | syncgate RSS MiB |"
+            " | CPU s/GB (" + " / ".join(t for t in others if t.startswith("syncgate")) + ") | RSS MiB |"
         L += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
         for r in pt["producer"]:
             d = r["direct"]
@@ -647,19 +941,20 @@ def render_markdown(res: dict) -> str:
             cells.append(f"{fmt(d['p50_ms'], 0)}/{fmt(d['p99_ms'], 0)}/{fmt(d['p999_ms'], 0)}")
             for t in others:
                 cells.append(f"{fmt(r[t]['p50_ms'], 0)}/{fmt(r[t]['p99_ms'], 0)}/{fmt(r[t]['p999_ms'], 0)}")
-            sgr = r.get("syncgate", {})
-            cells += [fmt(sgr.get("cpu_s_per_gb")), fmt(sgr.get("rss_mib"), 1)]
+            cells += [" / ".join(fmt(r[t].get("cpu_s_per_gb")) for t in others if "cpu_s_per_gb" in r[t]),
+                      " / ".join(fmt(r[t].get("rss_mib"), 1) for t in others if "rss_mib" in r[t])]
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
         if pt.get("consumer"):
             L += ["ConsumerPerformance (fetch MB/s, excluding group join):", "",
                   "| parts | direct | " + " | ".join(f"{t} | {t} ratio" for t in others) +
-                  " | syncgate CPU s/GB |", "|---|---|" + "---|---|" * len(others) + "---|"]
+                  " | CPU s/GB (" + " / ".join(t for t in others if t.startswith("syncgate")) + ") |",
+                  "|---|---|" + "---|---|" * len(others) + "---|"]
             for r in pt["consumer"]:
                 cells = [str(r["partitions"]), fmt(r["direct"]["fetch_mb_s"])]
                 for t in others:
                     cells += [fmt(r[t]["fetch_mb_s"]), fmt(r[t].get("throughput_ratio"))]
-                cells.append(fmt(r.get("syncgate", {}).get("cpu_s_per_gb")))
+                cells.append(" / ".join(fmt(r[t].get("cpu_s_per_gb")) for t in others if "cpu_s_per_gb" in r[t]))
                 L.append("| " + " | ".join(cells) + " |")
             L.append("")
         if pt.get("latency_probe"):
@@ -716,6 +1011,12 @@ def render_gate(g) -> list:
                      f"{' / ' + fmt(RL['p99_ms'], 3) + ' / ' + fmt(RL['p999_ms'], 3) if r['target'] != 'direct' else ''}"
                      f" | {fmt(h.get('p50_le_ms'))} / {fmt(h.get('p99_le_ms'))} |")
         L.append("")
+        ob = g.get("observer_delay_ms") or {}
+        if ob:
+            L += ["Observer delay: the tail consumers see a record " + ", ".join(
+                f"{fmt(v['p50'], 3)} ms (p50) / {fmt(v['p99'], 3)} ms (p99) after a direct ack ({k} run)"
+                for k, v in ob.items()) + "; the *release* column understates syncgate's release delay by "
+                "about the p50 of this (the destination tail is the same kind of consumer).", ""]
     if g.get("throughput"):
         ks = [k for k in g["throughput"][0] if isinstance(g["throughput"][0][k], dict)]
         L += ["Gated vs ungated throughput (ProducerPerformance, 1 KiB, acks=all, through syncgate; "
@@ -729,7 +1030,58 @@ def render_gate(g) -> list:
 
 
 def render_scale(sc) -> list:
-    return []
+    L = ["## Scale", ""]
+    i = sc.get("idle_connections") or {}
+    if "error" in i:
+        L += [f"Idle connections: failed — `{i['error'][:300]}`", ""]
+    elif i:
+        L += [f"**Idle client connections** (goal: 10,000 within 200 MiB RSS): {i['connections']} "
+              f"connections (open-files limit {i['open_files_limit']}; syncgate needs 2 descriptors each) "
+              f"connected in {fmt(i.get('connect_s'))} s. RSS {fmt(i['rss_before_mib'], 1)} MiB before, "
+              f"{fmt(i['rss_idle_mib'], 1)} MiB connected and idle ({fmt(i['kib_per_connection_idle'])} KiB each), "
+              f"{fmt(i['rss_after_apiversions_mib'], 1)} MiB after one ApiVersions each "
+              f"({fmt(i['kib_per_connection_used'])} KiB each) → **{fmt(i['rss_at_10000_mib_extrapolated'], 1)} "
+              f"MiB at 10,000** (linear); {fmt(i.get('rss_after_close_mib'), 1)} MiB after closing all.", ""]
+    h = sc.get("held_responses") or {}
+    if "error" in h:
+        L += [f"Held responses: failed — `{h['error'][:300]}`", ""]
+    elif h:
+        L += [f"**Held responses** (goal ≤ 1 KiB each besides its bytes): {h['responses']} acks=all Produce "
+              f"requests (1 record of {h['record_bytes']} B) pipelined over {h['connections']} raw connections "
+              f"with the mirror paused; all held after {fmt(h['hold_all_s'])} s "
+              f"(syncgate_held_responses {fmt(h['held_metric'], 0)}). RSS {fmt(h['rss_before_mib'], 1)} → "
+              f"{fmt(h['rss_held_mib'], 1)} MiB = {fmt(h['rss_bytes_per_held'], 0)} B per held response, of which "
+              f"{fmt(h['held_bytes_per_response'], 1)} B are the held bytes (syncgate_held_bytes) → "
+              f"**{fmt(h['overhead_bytes_per_held'], 0)} B overhead each**. CPU while holding "
+              f"{fmt(h['cpu_s_while_holding'], 3)} s. Resume → destination caught up "
+              f"{fmt(h.get('resume_to_dest_caught_up_s'), 3)} s, every response received "
+              f"{fmt(h.get('resume_to_all_released_s'), 3)} s (**{fmt(h.get('dest_caught_up_to_all_released_ms'), 1)} "
+              f"ms after the destination HW had them all**), {h.get('errors')} errors, CPU releasing "
+              f"{fmt(h.get('cpu_s_releasing'), 3)} s.", ""]
+    g = sc.get("gated_partitions") or {}
+    if "error" in g:
+        L += [f"Gated partitions: failed — `{g['error'][:300]}`", ""]
+    elif g:
+        L += [f"**{g['partitions']} gated partitions, two mirrors** ({g['what']}); load: {g['load']}. "
+              "Cost of gathering progress, measured as: syncgate CPU, both destination brokers' CPU "
+              "(utime+stime), and syncgate's TCP traffic to the destination brokers (`ss -tinp`: data "
+              "segments ≈ requests, bytes). Per second, medians of 2 alternating runs; *direct* = the same "
+              "load straight to the source (the mirrors' own cost on the destinations).", "",
+              "| mode | run | syncgate CPU s/s | dest brokers CPU s/s | syncgate → dest segments/s | "
+              "→ dest B/s | ← dest B/s | ack p50 / p99 ms | syncgate histogram p50 / p99 ≤ ms |",
+              "|---|---|---|---|---|---|---|---|---|"]
+        for mode, res in g.get("modes", {}).items():
+            for run in ("idle", "direct", "syncgate"):
+                x = res.get(run) or {}
+                lat = f"{fmt(x.get('p50_ms'), 3)} / {fmt(x.get('p99_ms'), 3)}" if run != "idle" else "–"
+                L.append(f"| {mode} | {run} | {fmt(x.get('syncgate_cpu_s_per_s'), 3)} | "
+                         f"{fmt(x.get('dest_brokers_cpu_s_per_s'), 3)} | "
+                         f"{fmt(x.get('syncgate_segments_to_dest_per_s'), 1)} | "
+                         f"{fmt(x.get('syncgate_bytes_to_dest_per_s'), 0)} | "
+                         f"{fmt(x.get('syncgate_bytes_from_dest_per_s'), 0)} | {lat} | "
+                         f"{fmt(x.get('sg_hist_p50_le_ms'), 0)} / {fmt(x.get('sg_hist_p99_le_ms'), 0)} |")
+        L.append("")
+    return L
 
 
 def plot(samples: dict, outdir: str):
@@ -750,13 +1102,23 @@ def plot(samples: dict, outdir: str):
                 f.write(f"{xs[k]:.4f} {100.0 * (k + 1) / len(xs):.3f}\n")
             f.write(f"{xs[-1]:.4f} 100\n")
         files.append((fn, name))
-    script = ["set terminal pngcairo size 1100,650" if _has_cairo() else "set terminal png size 1100,650",
-              f"set output '{os.path.join(outdir, 'latency.png')}'",
-              "set title 'syncgate: produce ack latency CDF (direct vs through syncgate vs gated)'",
+    term = "pngcairo" if _has_cairo() else "png"
+    script = [f"set terminal {term} size 1500,650", f"set output '{os.path.join(outdir, 'latency.png')}'",
+              "set multiplot layout 1,2 title 'syncgate: produce ack latency CDFs (SgProbe, same run, alternating)'",
               "set xlabel 'ack latency, ms (log)'", "set ylabel 'percentile'", "set logscale x",
-              "set key bottom right", "set grid", "set yrange [0:100]"]
-    script.append("plot " + ", ".join(f"'{fn}' using 1:2 with lines lw 2 title '{name}'"
-                                      for fn, name in files))
+              "set key top left font ',9'", "set grid", "set yrange [0:100]"]
+    colors = ["#000000", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"]
+    for title, pick in (("pass-through (no mirrors)", lambda n: "pass-through" in n),
+                        ("sync gate (mirror in effective SYNC)", lambda n: "pass-through" not in n)):
+        fs = [(fn, name) for fn, name in files if pick(name)]
+        script.append(f"set title '{title}'")
+        if fs:
+            script.append("plot " + ", ".join(
+                f"'{fn}' using 1:2 with lines lw 2 lc rgb '{colors[k % len(colors)]}' title '{name}'"
+                for k, (fn, name) in enumerate(fs)))
+        else:
+            script.append("plot 1/0 notitle")
+    script.append("unset multiplot")
     subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=False)
 
 
@@ -772,7 +1134,10 @@ def main():
                     help="also measure another proxy's listen address in the pass-through section "
                          "(it must front the bench's source broker or a cluster with topics pt-1/pt-16)")
     ap.add_argument("--only", help="comma-separated sections: passthrough,gate,scale")
+    ap.add_argument("--rounds", type=int, help="alternating rounds per comparison (default: quick 2-3, full 3-5)")
     ap.add_argument("--keep", action="store_true", help="keep the Kafka run dir (logs)")
+    ap.add_argument("--no-diag", action="store_true",
+                    help="skip the diagnostic syncgate+nodelay targets (LD_PRELOAD TCP_NODELAY shim)")
     a = ap.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft < 30000:

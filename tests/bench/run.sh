@@ -2,12 +2,15 @@
 # tests/bench/run.sh — syncgate's benchmark suite against real Apache Kafka
 # (the test bed in tests/kafka). Prints figures; never fails on time.
 #
-#   tests/bench/run.sh [--quick] [--peer HOST:PORT]... [--only passthrough,gate,scale] [--keep]
+#   tests/bench/run.sh [--quick] [--peer HOST:PORT]... [--only passthrough,gate,scale] [--rounds N] [--keep] [--no-diag]
 #
 #   --quick   a subset (a few minutes); default: the full matrix (longer)
 #   --peer    also measure another proxy's listen address in the pass-through section
 #   --only    run some sections only
+#   --rounds  alternating rounds per comparison (more = steadier medians on a busy machine)
 #   --keep    keep the Kafka run dir (logs) under $SG_STATE_HOME
+#   --no-diag skip the diagnostic "syncgate+nodelay" targets (same binary, TCP_NODELAY forced
+#             through the LD_PRELOAD shim nodelay_shim.c)
 #
 # Results: tests/bench/results/<stamp>/ (results.md, results.json, latency.png,
 # raw probe files), tests/bench/results/latest -> the newest. See docs/benchmarks.md.
