@@ -170,6 +170,7 @@ void mirror_refresh_isr(struct mirror_worker *w)
 					why = "LEADER_NOT_AVAILABLE";
 				else
 					isr = mp->isr_cnt;
+				wp->leader = mp ? mp->leader : -1;
 			}
 			if (why) {
 				mirror_worker_report(w, t, p, -1, -1, -1, -1, why);
@@ -188,26 +189,53 @@ void mirror_refresh_isr(struct mirror_worker *w)
 }
 
 /* One ListOffsets(END) round over `list`; returns the request-level error. */
-static rd_kafka_resp_err_t list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list)
+static rd_kafka_resp_err_t list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
+					    int timeout_ms)
 {
 	for (int i = 0; i < list->cnt; i++)
 		list->elems[i].offset = RD_KAFKA_OFFSET_END;
-	return rd_kafka_offsets_for_times(rk, list, MIRROR_W_RPC_MS);
+	return rd_kafka_offsets_for_times(rk, list, timeout_ms);
 }
 
-/* Destination progress of the partitions in `tp` (parallel arrays). */
-static void dest_progress(struct mirror_worker *w, struct mirror_wtopic **tt, int32_t *pp, size_t n,
-			  bool with_hw)
+/* The suspect slot of destination leader `id`, or NULL. */
+static struct mirror_slow_leader *slow_leader(struct mirror_worker *w, int32_t id, int64_t now)
 {
-	if (n == 0)
-		return;
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-	for (size_t i = 0; i < n; i++)
-		rd_kafka_topic_partition_list_add(l, tt[i]->dst, pp[i]);
-	rd_kafka_resp_err_t err = list_end_offsets(w->dst, l);
+	for (size_t i = 0; i < sizeof(w->slow) / sizeof(w->slow[0]); i++)
+		if (w->slow[i].id == id && w->slow[i].until_ms > now)
+			return &w->slow[i];
+	return NULL;
+}
+
+static void slow_leader_mark(struct mirror_worker *w, int32_t id, int64_t now)
+{
+	size_t n = sizeof(w->slow) / sizeof(w->slow[0]), pick = 0;
 	for (size_t i = 0; i < n; i++) {
+		if (w->slow[i].id == id || w->slow[i].until_ms <= now) {
+			pick = i;
+			break;
+		}
+		if (w->slow[i].until_ms < w->slow[pick].until_ms)
+			pick = i;
+	}
+	w->slow[pick] = (struct mirror_slow_leader){ .id = id, .until_ms = now + MIRROR_W_SLOW_MS };
+}
+
+/* ListOffsets(END) of the partitions idx[0..n) (all led by `leader`), reported. */
+static void dest_progress_leader(struct mirror_worker *w, struct mirror_wtopic **tt, int32_t *pp,
+				 const size_t *idx, size_t n, int32_t leader, bool slow, bool with_hw)
+{
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
+	for (size_t j = 0; j < n; j++)
+		rd_kafka_topic_partition_list_add(l, tt[idx[j]]->dst, pp[idx[j]]);
+	rd_kafka_resp_err_t err = list_end_offsets(w->dst, l, slow ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS);
+	if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && leader >= 0)
+		slow_leader_mark(w, leader, mirror_now_ms());
+	LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu slow=%d result=%s", w->name,
+	      leader, n, slow, errname(err));
+	for (size_t j = 0; j < n; j++) {
+		size_t i = idx[j];
 		struct mirror_wpart *wp = &tt[i]->parts[pp[i]];
-		rd_kafka_topic_partition_t *e = &l->elems[i];
+		rd_kafka_topic_partition_t *e = &l->elems[j];
 		rd_kafka_resp_err_t perr = err ? err : e->err;
 		int64_t hw = with_hw ? wp->src_hw : -1;
 		if (!perr && e->offset < 0)
@@ -222,6 +250,48 @@ static void dest_progress(struct mirror_worker *w, struct mirror_wtopic **tt, in
 		mirror_worker_report(w, tt[i], pp[i], e->offset, hw, -1, -1, NULL);
 	}
 	rd_kafka_topic_partition_list_destroy(l);
+}
+
+/*
+ * Destination progress of the partitions in `tt`/`pp` (parallel arrays): one
+ * ListOffsets(END) per destination leader (librdkafka 2.0.2's
+ * offsets_for_times returns nothing at all when any leader times out), healthy
+ * leaders first, leaders that recently timed out last and with a short
+ * timeout — so one frozen destination broker delays only its own partitions.
+ */
+static void dest_progress(struct mirror_worker *w, struct mirror_wtopic **tt, int32_t *pp, size_t n,
+			  bool with_hw)
+{
+	if (n == 0)
+		return;
+	size_t *idx = calloc(n, sizeof(*idx));
+	bool *done = calloc(n, sizeof(*done));
+	if (!idx || !done) {
+		free(idx);
+		free(done);
+		return;
+	}
+	int64_t now = mirror_now_ms();
+	for (int pass = 0; pass < 2; pass++) { /* 0: healthy leaders, 1: suspect ones */
+		for (size_t a = 0; a < n; a++) {
+			if (done[a])
+				continue;
+			int32_t leader = tt[a]->parts[pp[a]].leader;
+			bool slow = slow_leader(w, leader, now) != NULL;
+			if (slow != (pass == 1))
+				continue;
+			size_t k = 0;
+			for (size_t b = a; b < n; b++) {
+				if (!done[b] && tt[b]->parts[pp[b]].leader == leader) {
+					done[b] = true;
+					idx[k++] = b;
+				}
+			}
+			dest_progress_leader(w, tt, pp, idx, k, leader, slow, with_hw);
+		}
+	}
+	free(idx);
+	free(done);
 }
 
 static size_t all_partitions(struct mirror_worker *w, struct mirror_wtopic ***tt, int32_t **pp)
@@ -252,7 +322,7 @@ void mirror_poll_background(struct mirror_worker *w)
 		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
 		for (size_t i = 0; i < n; i++)
 			rd_kafka_topic_partition_list_add(l, tt[i]->topic, pp[i]);
-		rd_kafka_resp_err_t err = list_end_offsets(w->src, l);
+		rd_kafka_resp_err_t err = list_end_offsets(w->src, l, MIRROR_W_RPC_MS);
 		if (err)
 			LOG_W("mirror_source_offsets_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
 		for (size_t i = 0; i < n; i++)

@@ -55,7 +55,8 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 			return NULL;
 		for (int32_t i = t->npart_alloc; i < n; i++)
 			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
-						     .need = -1, .until_ms = -1, .mm2_up = -1, .tail_hw = -1};
+						     .need = -1, .until_ms = -1, .mm2_up = -1, .tail_hw = -1,
+						     .leader = -1};
 		t->parts = a;
 		t->npart_alloc = n;
 	}

@@ -17,7 +17,12 @@
 #define MIRROR_W_TOPICS_MS 5000   /* source topic listing */
 #define MIRROR_W_ISR_MS 3000      /* destination ISR + min.insync.replicas */
 #define MIRROR_W_LAG_MS 1000      /* background source HW + progress, all partitions */
-#define MIRROR_W_RPC_MS 3000      /* timeout of one blocking librdkafka call */
+/* One thread serves a mirror, so a blocking call on an unresponsive
+ * destination broker delays every partition: timeouts stay short. */
+#define MIRROR_W_RPC_MS 2000      /* timeout of one blocking librdkafka call (Metadata, configs) */
+#define MIRROR_W_LIST_MS 1000     /* ListOffsets(END) of one destination leader's partitions */
+#define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout for a leader that just timed out */
+#define MIRROR_W_SLOW_MS 10000    /* how long a leader stays suspect after a timeout */
 
 struct mirror_wdemand {
 	char *topic;
@@ -33,6 +38,7 @@ struct mirror_wpart {
 	int64_t need, until_ms; /* demand: prompt progress while progress <= need */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
 	int64_t tail_hw;     /* tail: last cached destination HW reported */
+	int32_t leader;      /* destination leader (Metadata), -1 unknown */
 	bool failing;        /* last attempt reported an error */
 };
 
@@ -76,6 +82,10 @@ struct mirror_worker {
 	size_t ntopics, captopics;
 	int64_t describe_after_ms;       /* DescribeConfigs backoff after a failure */
 	int32_t mm2_nparts;              /* partitions of the offset-syncs topic, -1 unknown */
+	struct mirror_slow_leader {      /* destination leaders whose ListOffsets timed out */
+		int32_t id;
+		int64_t until_ms;        /* queried last, with a short timeout, until then */
+	} slow[8];
 	bool reassign;                   /* tail/mm2: topic set changed */
 	bool list_now;                   /* a demanded topic is unknown: list soon */
 };

@@ -354,15 +354,8 @@ def test_partial_timeout_one_request_two_partitions_s2(make_syncgate, make_testm
     c.close()
 
 
-POLL_HOL_BUG = ("mirror/progress.c dest_progress(): one rd_kafka_offsets_for_times() over "
-                "every demanded partition; a frozen destination leader makes the whole call "
-                "_TIMED_OUT (librdkafka returns no partial results) and every partition is "
-                "reported failing, so p0 (healthy leader, already on the destination) times "
-                "out too")
-
-
 @pytest.mark.parametrize("progress", [
-    pytest.param("poll", marks=pytest.mark.xfail(strict=True, reason=POLL_HOL_BUG)),
+    "poll",
     "tail"])
 def test_partial_timeout_same_topic_p0_p1_s2(make_cluster, make_syncgate, make_testmirror,
                                              source, topic_name, progress):
