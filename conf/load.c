@@ -554,6 +554,20 @@ static size_t idx_of(const char *path)
 }
 
 /* Checks that involve more than one key. */
+
+/* Whether two addresses are one endpoint (a wildcard listen host matches loopback). */
+static bool same_endpoint(const struct conf_addr *listen, const struct conf_addr *other)
+{
+	if (!listen->host || !other->host || listen->port != other->port)
+		return false;
+	if (!strcmp(listen->host, other->host))
+		return true;
+	bool wildcard = !strcmp(listen->host, "0.0.0.0") || !strcmp(listen->host, "::");
+	bool loopback = !strcmp(other->host, "127.0.0.1") || !strcmp(other->host, "localhost") ||
+			!strcmp(other->host, "::1") || !strcmp(other->host, "0.0.0.0");
+	return wildcard && loopback;
+}
+
 static void cross_checks(struct loader *L, struct conf *c, const struct scope *sc)
 {
 	size_t i_mode = idx_of("mode"), i_base = idx_of("advertise.base_port");
@@ -573,6 +587,15 @@ static void cross_checks(struct loader *L, struct conf *c, const struct scope *s
 	if (c->code_mirror_sync_replication_timeout == c->code_not_enough_remote_replicas_after_append)
 		err_at(L, sc->seen[i_c2] ? sc->marks[i_c2] : sc->marks[i_c1],
 		       "gate.error_codes: the two codes must differ (both are %d)", c->code_mirror_sync_replication_timeout);
+
+	/* a listener that is its own upstream loops forever, connection after connection */
+	size_t i_up = idx_of("upstream.broker"), i_adm = idx_of("admin.listen");
+	if (same_endpoint(&c->listen_kafka, &c->upstream_broker))
+		err_at(L, sc->marks[i_up], "upstream.broker: %s:%d is listen.kafka itself (syncgate would connect to itself)",
+		       c->upstream_broker.host, c->upstream_broker.port);
+	if (c->admin_listen.port && same_endpoint(&c->listen_kafka, &c->admin_listen))
+		err_at(L, sc->marks[i_adm], "admin.listen: %s:%d is also listen.kafka", c->admin_listen.host,
+		       c->admin_listen.port);
 
 	size_t i_utls = idx_of("upstream.tls");
 	if (!c->upstream_tls.cert != !c->upstream_tls.key)

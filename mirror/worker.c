@@ -268,9 +268,17 @@ static int set_prop(rd_kafka_conf_t *c, const char *mirror, const char *name, co
 	return 0;
 }
 
+/* librdkafka's own log lines, as syncgate log events (any librdkafka thread). */
+static void rdkafka_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	enum log_level l = level <= 3 ? LOG_ERROR : level == 4 ? LOG_WARN : level <= 6 ? LOG_INFO : LOG_DEBUG;
+	conf_log(l, "librdkafka", "client=%s facility=%s message=\"%s\"", rd_kafka_name(rk), fac, buf);
+}
+
 static rd_kafka_conf_t *base_conf(const char *mirror, const char *role, bool producer)
 {
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
+	rd_kafka_conf_set_log_cb(c, rdkafka_log_cb);
 	char id[256], group[300];
 	snprintf(id, sizeof(id), "syncgate-%s-%s", mirror, role);
 	if (producer) {

@@ -272,6 +272,10 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 		return NULL;
 	}
 	evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
+	/* admin requests are small JSON: refuse big ones before buffering them */
+	evhttp_set_max_body_size(a->http, 64 * 1024);
+	evhttp_set_max_headers_size(a->http, 16 * 1024);
+	evhttp_set_timeout(a->http, 30);
 	evhttp_set_cb(a->http, "/metrics", metrics_cb, a);
 	evhttp_set_cb(a->http, "/healthz", healthz_cb, a);
 	evhttp_set_cb(a->http, "/readyz", readyz_cb, a);

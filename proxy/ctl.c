@@ -196,8 +196,9 @@ static int run(struct ctl *c)
 		method = "GET";
 		char *em = c->mirror ? evhttp_encode_uri(c->mirror) : NULL;
 		char *et = c->topic ? evhttp_encode_uri(c->topic) : NULL;
-		snprintf(path, sizeof(path), "/v1/mirrors?%s%s%s%s", em ? "mirror=" : "", em ? em : "",
-			 et ? "&topic=" : "", et ? et : "");
+		snprintf(path, sizeof(path), "/v1/mirrors%s%s%s%s%s", em || et ? "?" : "",
+			 em ? "mirror=" : "", em ? em : "", et ? (em ? "&topic=" : "topic=") : "",
+			 et ? et : "");
 		free(em);
 		free(et);
 	} else if (c->verb == VERB_RELEASE) {
@@ -233,6 +234,11 @@ static int run(struct ctl *c)
 		return 1;
 	}
 	int out = 0;
+	if (c->verb == VERB_DESCRIBE && c->mirror && !json_array_size(json_object_get(doc, "mirrors"))) {
+		fprintf(stderr, "syncgate-ctl: unknown mirror %s\n", c->mirror);
+		json_decref(doc);
+		return 1;
+	}
 	if (c->json)
 		printf("%s\n", c->body);
 	else if (c->verb == VERB_DESCRIBE)

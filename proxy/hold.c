@@ -92,9 +92,20 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 			&e->resp->topics[e->part_pos[i].topic].partitions[e->part_pos[i].partition];
 		if (codec_produce_partition_fail(p, sent, wp->message) < 0)
 			return -1;
+		/* one line a second at most: a paused mirror fails every partition
+		 * of every request (the counters have them all) */
+		static int64_t last_log_ms;
+		static unsigned long suppressed;
+		int64_t now = mirror_now_ms();
+		if (now - last_log_ms < 1000) {
+			suppressed++;
+			continue;
+		}
 		LOG_W("produce_partition_failed", "conn=%llu topic=%s partition=%d last_offset=%lld "
-		      "code=%d reason=\"%s\"", (unsigned long long)c->id, wp->topic, wp->partition,
-		      (long long)wp->last_offset, sent, wp->message);
+		      "code=%d reason=\"%s\" suppressed=%lu", (unsigned long long)c->id, wp->topic,
+		      wp->partition, (long long)wp->last_offset, sent, wp->message, suppressed);
+		last_log_ms = now;
+		suppressed = 0;
 	}
 	for (size_t i = 0; i < e->resp->nnode_endpoints; i++) {
 		struct codec_node_endpoint *n = &e->resp->node_endpoints[i];

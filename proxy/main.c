@@ -93,6 +93,14 @@ static void reload_done(struct syncgate *sg, bool ok)
 		metric_set(sg->m_reload_ts, (double)time(NULL));
 }
 
+/* libevent's own warnings, as syncgate log events. */
+static void libevent_log_cb(int severity, const char *msg)
+{
+	enum log_level l = severity >= EVENT_LOG_ERR ? LOG_ERROR : severity == EVENT_LOG_WARN ? LOG_WARN
+			 : severity == EVENT_LOG_MSG ? LOG_INFO : LOG_DEBUG;
+	conf_log(l, "libevent", "message=\"%s\"", msg);
+}
+
 static void stop_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct syncgate *sg = arg;
@@ -233,6 +241,7 @@ static int run(const char *path)
 	process_metrics_init(&sg);
 	signal(SIGPIPE, SIG_IGN);
 	evthread_use_pthreads();
+	event_set_log_callback(libevent_log_cb);
 	SSL_library_init();
 
 	int rc = 1;

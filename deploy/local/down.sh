@@ -7,7 +7,13 @@
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export SG_RUN_DIR="${SG_RUN_DIR:-/tmp/syncgate-sandbox}"
-keep=0; [ "${1:-}" = "--keep" ] && keep=1
+keep=0
+case "${1:-}" in
+  "") ;;
+  --keep) keep=1 ;;
+  -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+  *) echo "usage: deploy/local/down.sh [--keep]" >&2; exit 2 ;;
+esac
 if [ ! -d "$SG_RUN_DIR" ]; then
   echo "down.sh: no sandbox in $SG_RUN_DIR"; exit 0
 fi

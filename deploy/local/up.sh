@@ -21,6 +21,11 @@
 #      SG_DEMO=0 (skip the guided demo; default runs it and records its outcome
 #      in $SG_RUN_DIR/demo.result, which tests/deploy/sandbox.sh checks)
 set -euo pipefail
+case "${1:-}" in
+  "") ;;
+  -h|--help) sed -n '2,/^set -euo/{/^set -euo/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
+  *) echo "usage: deploy/local/up.sh   (settings through the environment; --help)" >&2; exit 2 ;;
+esac
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 export SG_RUN_DIR="${SG_RUN_DIR:-/tmp/syncgate-sandbox}"

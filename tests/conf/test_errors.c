@@ -166,6 +166,10 @@ static const struct error_case {
 	{ "equal error codes",
 	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\ngate:\n  error_codes:\n    mirror_sync_replication_timeout: 191\n",
 	  "t.yaml:7:38: gate.error_codes: the two codes must differ (both are 191)\n" },
+	{ "upstream is the listener itself",
+	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:19092\nadmin:\n  listen: 127.0.0.1:19092\n",
+	  "t.yaml:4:11: upstream.broker: 127.0.0.1:19092 is listen.kafka itself (syncgate would connect to itself)\n"
+	  "t.yaml:6:11: admin.listen: 127.0.0.1:19092 is also listen.kafka\n" },
 	{ "upstream cert without key",
 	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\n  tls:\n    cert: /dev/null\n",
 	  "t.yaml:6:5: upstream.tls: cert and key must be set together\n" },
