@@ -17,7 +17,6 @@ mirror is paused (4 s) and the clients' retry paths are exercised.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import threading
@@ -28,6 +27,7 @@ from confluent_kafka import KafkaError, Producer
 
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from test_gate import effective  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 
@@ -93,15 +93,6 @@ public class AckCheck {
     }
 }
 """
-
-
-def effective(sg, mirror: str, topic: str) -> str:
-    _, body = sg.http(f"/v1/mirrors?mirror={mirror}&topic={topic}")
-    for m in json.loads(body)["mirrors"]:
-        for t in m["topics"]:
-            if t["topic"] == topic:
-                return t["effective"]
-    return "UNKNOWN"
 
 
 def gated(source, dest, make_syncgate, make_testmirror, topic, partitions=2):

@@ -22,6 +22,7 @@ import pytest
 from kafkabed import wait_until
 from rawkafka import RawClient, produce_body, record_batch
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
+from test_gate import effective  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 
@@ -36,15 +37,6 @@ def mirror_partitions(sg, mirror: str, topic: str) -> list[dict]:
             if t["topic"] == topic:
                 return t.get("partitions", [])
     return []
-
-
-def effective(sg, mirror: str, topic: str) -> str:
-    _, body = sg.http(f"/v1/mirrors?mirror={mirror}&topic={topic}")
-    for m in json.loads(body)["mirrors"]:
-        for t in m["topics"]:
-            if t["topic"] == topic:
-                return t["effective"]
-    return "UNKNOWN"
 
 
 def test_min_isr_fails_fast_and_recovers(make_cluster, make_syncgate, make_testmirror, source,
