@@ -381,6 +381,7 @@ class Bench:
         self.bed = KafkaBed()
         self.probe = Probe(self.outdir)
         self.samples = {}  # plot: name -> [latency ms]
+        self.peers = []
 
     def clusters(self, names):
         out, threads = {}, []
@@ -416,6 +417,22 @@ class Bench:
             pids["syncgate+nodelay"] = sgn.pid
         for i, peer in enumerate(self.a.peer or []):
             targets[f"peer{i + 1}" if len(self.a.peer) > 1 else "peer"] = peer
+        for spec in self.a.peer_cmd or []:
+            name, _, cmd = spec.partition("=")
+            port = free_port()
+            cmd = cmd.replace("{broker}", src.brokers[src.broker_ids[0]]).replace("{port}", str(port))
+            proc = self.bed.spawn(f"peer-{name}", ["bash", "-c", "exec " + cmd])
+            self.peers.append(proc)
+
+            def up(port=port, proc=proc, name=name):
+                if not proc.alive():
+                    raise RuntimeError(f"peer {name} exited:\n{proc.log()[-2000:]}")
+                with socket.socket() as so:
+                    so.settimeout(0.5)
+                    return so.connect_ex(("127.0.0.1", port)) == 0
+            wait_until(up, timeout=30, what=f"peer {name} listening on {port}")
+            targets[name] = f"127.0.0.1:{port}"
+            pids[name] = proc.pid  # CPU/RSS of the process the command exec'd
         q = self.quick
         sizes, acks_l, parts, infl = [100, 1024], ["1", "all"], [1, 16], [1, 5]
         if q:
@@ -457,6 +474,8 @@ class Bench:
         # consumer: the topics now hold the producer runs' records
         for p in ([16] if q else [1, 16]):
             n = 400000 if q else 1000000
+            have = sum(src.high_watermark(f"pt-{p}", i) for i in range(p))
+            n = min(n, have)  # what the producer runs left there
             runs = {t: [] for t in targets}
             for r in range(rounds):
                 order = list(targets)[r % len(targets):] + list(targets)[:r % len(targets)]
@@ -502,6 +521,8 @@ class Bench:
         sg.stop()
         if sgn:
             sgn.stop()
+        for proc in self.peers:
+            proc.stop()
 
     def gate(self, src, dst):
         q = self.quick
@@ -931,7 +952,8 @@ def render_markdown(res: dict) -> str:
         hdr = "| size | acks | parts | in-flight | direct MB/s | " + " | ".join(
             f"{t} MB/s | {t} ratio" for t in others) + \
             " | direct p50/p99/p99.9 ms | " + " | ".join(f"{t} p50/p99/p99.9 ms" for t in others) + \
-            " | CPU s/GB (" + " / ".join(t for t in others if t.startswith("syncgate")) + ") | RSS MiB |"
+            " | CPU s/GB (" + " / ".join(t for t in others if "cpu_s_per_gb" in pt["producer"][0][t]) + \
+            ") | RSS MiB |"
         L += [hdr, "|" + "---|" * (hdr.count("|") - 1)]
         for r in pt["producer"]:
             d = r["direct"]
@@ -948,7 +970,7 @@ def render_markdown(res: dict) -> str:
         if pt.get("consumer"):
             L += ["ConsumerPerformance (fetch MB/s, excluding group join):", "",
                   "| parts | direct | " + " | ".join(f"{t} | {t} ratio" for t in others) +
-                  " | CPU s/GB (" + " / ".join(t for t in others if t.startswith("syncgate")) + ") |",
+                  " | CPU s/GB (" + " / ".join(t for t in others if "cpu_s_per_gb" in pt["consumer"][0][t]) + ") |",
                   "|---|---|" + "---|---|" * len(others) + "---|"]
             for r in pt["consumer"]:
                 cells = [str(r["partitions"]), fmt(r["direct"]["fetch_mb_s"])]
@@ -1133,6 +1155,10 @@ def main():
     ap.add_argument("--peer", action="append", metavar="HOST:PORT",
                     help="also measure another proxy's listen address in the pass-through section "
                          "(it must front the bench's source broker or a cluster with topics pt-1/pt-16)")
+    ap.add_argument("--peer-cmd", action="append", metavar="NAME=COMMAND",
+                    help="start a peer proxy for the pass-through section: COMMAND (bash) with {broker} = the "
+                         "source broker host:port and {port} = the port to listen on; it must stay in the "
+                         "foreground. Example: old=tests/bench/peer-syncgate.sh /tmp/old/syncgate {broker} {port}")
     ap.add_argument("--only", help="comma-separated sections: passthrough,gate,scale")
     ap.add_argument("--rounds", type=int, help="alternating rounds per comparison (default: quick 2-3, full 3-5)")
     ap.add_argument("--keep", action="store_true", help="keep the Kafka run dir (logs)")

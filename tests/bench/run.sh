@@ -2,10 +2,13 @@
 # tests/bench/run.sh — syncgate's benchmark suite against real Apache Kafka
 # (the test bed in tests/kafka). Prints figures; never fails on time.
 #
-#   tests/bench/run.sh [--quick] [--peer HOST:PORT]... [--only passthrough,gate,scale] [--rounds N] [--keep] [--no-diag]
+#   tests/bench/run.sh [--quick] [--peer HOST:PORT]... [--peer-cmd NAME=COMMAND]...
+#                      [--only passthrough,gate,scale] [--rounds N] [--keep] [--no-diag]
 #
 #   --quick   a subset (a few minutes); default: the full matrix (longer)
-#   --peer    also measure another proxy's listen address in the pass-through section
+#   --peer    also measure an already running proxy's listen address (pass-through section)
+#   --peer-cmd start a peer proxy: {broker} = source broker host:port, {port} = its listen port,
+#             e.g. old=tests/bench/peer-syncgate.sh /tmp/old/syncgate {broker} {port}
 #   --only    run some sections only
 #   --rounds  alternating rounds per comparison (more = steadier medians on a busy machine)
 #   --keep    keep the Kafka run dir (logs) under $SG_STATE_HOME
@@ -41,6 +44,6 @@ bash tests/kafka/fetch-jars.sh >/dev/null
 bash tests/kafka/build-testmirror.sh >/dev/null
 if [ "${SG_BENCH_NO_BUILD:-0}" != 1 ] && [ -z "${SYNCGATE_BIN:-}" ]; then
   [ -f build/build.ninja ] || meson setup build -Dwerror=true >/dev/null
-  ninja -C build >/dev/null
+  ninja -C build >/dev/null || echo "run.sh: the build failed; benchmarking the existing build/proxy/syncgate (its build time is in the results)" >&2
 fi
 exec /usr/bin/python3 tests/bench/bench.py "$@"
