@@ -891,6 +891,11 @@ class Bench:
                     self.res["sections"].setdefault(name, {})["seconds"] = round(time.monotonic() - t0)
                     self.write()
         finally:
+            for c in list(self.bed.clusters.values()):
+                try:
+                    c._close_clients()  # before the brokers go: no reconnect noise on stderr
+                except Exception:  # noqa: BLE001
+                    pass
             self.bed.stop_all()
             if not self.a.keep:
                 shutil.rmtree(self.bed.run_dir, ignore_errors=True)
@@ -1128,7 +1133,7 @@ def plot(samples: dict, outdir: str):
     script = [f"set terminal {term} size 1500,650", f"set output '{os.path.join(outdir, 'latency.png')}'",
               "set multiplot layout 1,2 title 'syncgate: produce ack latency CDFs (SgProbe, same run, alternating)'",
               "set xlabel 'ack latency, ms (log)'", "set ylabel 'percentile'", "set logscale x",
-              "set key top left font ',9'", "set grid", "set yrange [0:100]"]
+              "set key below font ',9'", "set grid", "set yrange [0:100]"]
     colors = ["#000000", "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2"]
     for title, pick in (("pass-through (no mirrors)", lambda n: "pass-through" in n),
                         ("sync gate (mirror in effective SYNC)", lambda n: "pass-through" not in n)):
