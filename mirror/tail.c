@@ -1,10 +1,11 @@
 /*
  * tail.c — `preserved` + `tail`: the destination handle is a consumer
  * assigned to every partition of the tracked destination topics at their
- * end, with a small fetch.wait.max.ms. Each fetch response refreshes
- * librdkafka's cached high watermark (rd_kafka_get_watermark_offsets), which
- * is reported as progress as soon as it moves: lowest latency, at the cost of
- * destination egress (the records are fetched and dropped). Worker thread.
+ * end (long-poll fetches: one returns as soon as new records are readable).
+ * Each fetch response refreshes librdkafka's cached high watermark
+ * (rd_kafka_get_watermark_offsets), which is reported as progress as soon as
+ * it moves: lowest latency, at the cost of destination egress (the records
+ * are fetched and dropped). Worker thread.
  */
 #include <stdlib.h>
 

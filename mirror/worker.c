@@ -338,8 +338,11 @@ rd_kafka_conf_t *mirror_dest_conf(const struct conf_mirror *cm)
 		return NULL;
 	int rc = set_prop(c, cm->name, "bootstrap.servers", cm->bootstrap, false);
 	if (cm->progress == CONF_PROGRESS_TAIL) {
-		/* Fetch responses are the progress signal: keep them frequent. */
-		rc |= set_prop(c, cm->name, "fetch.wait.max.ms", "5", false);
+		/* Fetch responses are the progress signal. A consumer fetch at
+		 * the end returns as soon as the high watermark lets new
+		 * records through, so a long poll costs no latency — and an
+		 * idle destination is not asked 200 times a second. */
+		rc |= set_prop(c, cm->name, "fetch.wait.max.ms", "100", false);
 		rc |= set_prop(c, cm->name, "fetch.error.backoff.ms", "50", false);
 	}
 	for (size_t i = 0; i < cm->nprops && !rc; i++) /* mirror properties win */

@@ -4,6 +4,8 @@
  * upstream broker connection. Loop thread.
  */
 #include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +74,18 @@ int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len,
 		left -= iov[i].len;
 	}
 	return left == 0 ? n : -1;
+}
+
+/*
+ * Kafka frames are written whole: send them at once. With Nagle's algorithm a
+ * small response waits for the peer's next segment (its next request), which
+ * adds a request interval to every ack.
+ */
+static void set_nodelay(evutil_socket_t fd)
+{
+	int one = 1;
+	if (fd >= 0)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
 static void conn_set_peer(struct proxy_conn *c, const struct sockaddr *sa)
@@ -145,6 +159,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	TAILQ_INIT(&c->fifo);
 	conn_set_peer(c, sa);
 
+	set_nodelay(fd);
 	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
 	if (srv->client_tls) {
 		SSL *ssl = SSL_new(srv->client_tls);
@@ -411,6 +426,7 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 	if (what & BEV_EVENT_CONNECTED) {
+		set_nodelay(bufferevent_getfd(bev));
 		if (c->connect_timer)
 			evtimer_del(c->connect_timer);
 		c->state = PROXY_CONN_OPEN;
