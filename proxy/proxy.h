@@ -197,7 +197,9 @@ void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
 				const char *host, int32_t port);
 
 /* conn.c */
-#define PROXY_MAX_IOV 32
+/* Segments a frame may span before it is made contiguous (a copy): a 1 MiB
+ * Fetch response arrives in a few hundred evbuffer chains. 16 bytes each. */
+#define PROXY_MAX_IOV 512
 /**
  * Point `iov` at bytes [off, off+len) of `buf` without copying (the range is
  * made contiguous only when it spans more than `max` segments). Returns the
