@@ -26,6 +26,8 @@
  * client pipelining gated Produce requests could grow what is held without
  * bound (librdkafka allows 1,000,000 in flight when not idempotent). */
 #define FIFO_HIGH 1024
+/* Most bytes one read or write call moves. */
+#define SINGLE_IO_MAX (64u << 10)
 
 static void client_read_cb(struct bufferevent *bev, void *arg);
 static void upstream_read_cb(struct bufferevent *bev, void *arg);
@@ -192,6 +194,12 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	}
 	bufferevent_setcb(c->client, client_read_cb, client_write_cb, client_event_cb, c);
 	bufferevent_setcb(c->upstream, upstream_read_cb, upstream_write_cb, upstream_event_cb, c);
+	/* libevent moves 16 KiB per read/write call by default: a 1 MiB Fetch
+	 * response would take 64 loop passes each way */
+	bufferevent_set_max_single_read(c->upstream, SINGLE_IO_MAX);
+	bufferevent_set_max_single_write(c->client, SINGLE_IO_MAX);
+	bufferevent_set_max_single_read(c->client, SINGLE_IO_MAX);
+	bufferevent_set_max_single_write(c->upstream, SINGLE_IO_MAX);
 	bufferevent_enable(c->client, EV_READ | EV_WRITE);
 	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
 
