@@ -38,7 +38,6 @@ set -euo pipefail
 
 CONTROLLER_ID=100
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
 var_prefix() { echo "SG_$(echo "$1" | tr '[:lower:]' '[:upper:]' | tr -c 'A-Z0-9\n' '_')"; }
 
@@ -109,11 +108,11 @@ cmd_start() {
       --listener) [[ "$2" =~ ^[A-Z0-9_]+:[A-Z_]+$ ]] || sg_die "--listener NAME:PROTOCOL (upper case)"
                   extra+=("$2"); shift 2 ;;
       --timeout) TIMEOUT="$2"; shift 2 ;;
-      -*) usage ;;
-      *) [ -z "$name" ] || usage; name="$1"; shift ;;
+      -*) sg_usage ;;
+      *) [ -z "$name" ] || sg_usage; name="$1"; shift ;;
     esac
   done
-  [ -n "$name" ] || usage
+  [ -n "$name" ] || sg_usage
   [[ "$name" =~ ^[A-Za-z0-9_-]+$ ]] || sg_die "cluster name: letters, digits, - and _ only"
   sg_run_dir; sg_kafka_libs
   local cd t0=$SECONDS
@@ -331,7 +330,7 @@ cmd_create_topic() {
       --partitions) parts="$2"; shift 2 ;;
       --rf) rf="$2"; shift 2 ;;
       --config) cfg+=("$2"); shift 2 ;;
-      *) usage ;;
+      *) sg_usage ;;
     esac
   done
   sg_run_dir; load_cluster "$name"
@@ -367,7 +366,7 @@ cmd_status() {
 
 cmd_stop_all() {
   local grace=10 clean=0 pf pids=()
-  for a in "$@"; do case "$a" in --fast) grace=0 ;; --clean) clean=1 ;; *) usage ;; esac; done
+  for a in "$@"; do case "$a" in --fast) grace=0 ;; --clean) clean=1 ;; *) sg_usage ;; esac; done
   sg_run_dir
   # first mirrors / syncgate / anything else, then clusters (brokers before controllers)
   for pf in "$SG_RUN_DIR"/pids/*.pid; do
@@ -398,20 +397,20 @@ cmd_stop_all() {
   return 0
 }
 
-[ $# -ge 1 ] || usage
+[ $# -ge 1 ] || sg_usage
 cmd="$1"; shift
 case "$cmd" in
   start) cmd_start "$@" ;;
-  stop) [ $# -ge 1 ] || usage; cmd_stop "$@" ;;
-  env) [ $# -eq 1 ] || usage; cmd_env "$1" ;;
-  stop-broker) [ $# -ge 2 ] || usage; cmd_stop_broker "$@" ;;
-  start-broker) [ $# -eq 2 ] || usage; cmd_start_broker "$@" ;;
-  pause-broker) [ $# -eq 2 ] || usage; cmd_signal_broker STOP "$@" ;;
-  resume-broker) [ $# -eq 2 ] || usage; cmd_signal_broker CONT "$@" ;;
-  create-topic) [ $# -ge 2 ] || usage; cmd_create_topic "$@" ;;
-  run) [ $# -ge 2 ] || usage; cmd_run "$@" ;;
+  stop) [ $# -ge 1 ] || sg_usage; cmd_stop "$@" ;;
+  env) [ $# -eq 1 ] || sg_usage; cmd_env "$1" ;;
+  stop-broker) [ $# -ge 2 ] || sg_usage; cmd_stop_broker "$@" ;;
+  start-broker) [ $# -eq 2 ] || sg_usage; cmd_start_broker "$@" ;;
+  pause-broker) [ $# -eq 2 ] || sg_usage; cmd_signal_broker STOP "$@" ;;
+  resume-broker) [ $# -eq 2 ] || sg_usage; cmd_signal_broker CONT "$@" ;;
+  create-topic) [ $# -ge 2 ] || sg_usage; cmd_create_topic "$@" ;;
+  run) [ $# -ge 2 ] || sg_usage; cmd_run "$@" ;;
   status) cmd_status ;;
   stop-all) cmd_stop_all "$@" ;;
-  -h|--help|help) usage ;;
-  *) usage ;;
+  -h|--help|help) sg_usage ;;
+  *) sg_usage ;;
 esac

@@ -19,6 +19,14 @@ SG_STATE_HOME="${SG_STATE_HOME:-/tmp/syncgate-testbed}"
 
 sg_log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 sg_die() { echo "error: $*" >&2; exit 1; }
+# The calling script's header comment (up to `set -euo`) as its usage; exit 2.
+sg_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+# Bootstrap servers of cluster $1 of this run.
+sg_bootstrap_of() {
+  local f="$SG_RUN_DIR/clusters/$1/cluster.env"
+  [ -f "$f" ] || sg_die "no cluster '$1' in $SG_RUN_DIR"
+  sed -n 's/^BOOTSTRAP=//p' "$f"
+}
 
 # sg_run_dir: resolve (and create) the run directory into SG_RUN_DIR.
 sg_run_dir() {

@@ -26,14 +26,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-bootstrap_of() {
-  local f="$SG_RUN_DIR/clusters/$1/cluster.env"
-  [ -f "$f" ] || sg_die "no cluster '$1' in $SG_RUN_DIR"
-  sed -n 's/^BOOTSTRAP=//p' "$f"
-}
 
-[ $# -ge 2 ] || usage
+[ $# -ge 2 ] || sg_usage
 cmd="$1" name="$2"; shift 2
 sg_run_dir
 pf="$SG_RUN_DIR/pids/mm2.$name.pid"
@@ -44,18 +38,18 @@ case "$cmd" in
     src="" dst="" topics=".*" rf=1 timeout=120 props=()
     while [ $# -gt 0 ]; do
       case "$1" in
-        --from) src="$(bootstrap_of "$2")"; shift 2 ;;
-        --to) dst="$(bootstrap_of "$2")"; shift 2 ;;
+        --from) src="$(sg_bootstrap_of "$2")"; shift 2 ;;
+        --to) dst="$(sg_bootstrap_of "$2")"; shift 2 ;;
         --source) src="$2"; shift 2 ;;
         --dest) dst="$2"; shift 2 ;;
         --topics) topics="$2"; shift 2 ;;
         --rf) rf="$2"; shift 2 ;;
         --prop) props+=("$2"); shift 2 ;;
         --timeout) timeout="$2"; shift 2 ;;
-        *) usage ;;
+        *) sg_usage ;;
       esac
     done
-    [ -n "$src" ] && [ -n "$dst" ] || usage
+    [ -n "$src" ] && [ -n "$dst" ] || sg_usage
     sg_kafka_libs
     d="$SG_RUN_DIR/mm2/$name"; mkdir -p "$d" "$SG_RUN_DIR/logs"
     cat > "$d/mm2.properties" <<PROPS
@@ -123,5 +117,5 @@ PROPS
   pause) sg_alive "$pf" || sg_die "mm2 $name not running"; kill -STOP "$(sg_pid "$pf")"; sg_log "mm2 $name: paused" ;;
   resume) sg_alive "$pf" || sg_die "mm2 $name not running"; kill -CONT "$(sg_pid "$pf")"; sg_log "mm2 $name: resumed" ;;
   pid) sg_alive "$pf" && sg_pid "$pf" ;;
-  *) usage ;;
+  *) sg_usage ;;
 esac

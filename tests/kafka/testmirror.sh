@@ -14,14 +14,8 @@ set -euo pipefail
 # shellcheck source=lib.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
-bootstrap_of() {
-  local f="$SG_RUN_DIR/clusters/$1/cluster.env"
-  [ -f "$f" ] || sg_die "no cluster '$1' in $SG_RUN_DIR"
-  sed -n 's/^BOOTSTRAP=//p' "$f"
-}
 
-[ $# -ge 2 ] || usage
+[ $# -ge 2 ] || sg_usage
 cmd="$1" name="$2"; shift 2
 sg_run_dir
 pf="$SG_RUN_DIR/pids/testmirror.$name.pid"
@@ -32,8 +26,8 @@ case "$cmd" in
     args=()
     while [ $# -gt 0 ]; do
       case "$1" in
-        --from) args+=(--source "$(bootstrap_of "$2")"); shift 2 ;;
-        --to) args+=(--dest "$(bootstrap_of "$2")"); shift 2 ;;
+        --from) args+=(--source "$(sg_bootstrap_of "$2")"); shift 2 ;;
+        --to) args+=(--dest "$(sg_bootstrap_of "$2")"); shift 2 ;;
         *) args+=("$1"); shift ;;
       esac
     done
@@ -50,5 +44,5 @@ case "$cmd" in
   pause) sg_alive "$pf" || sg_die "testmirror $name not running"; kill -STOP "$(sg_pid "$pf")"; sg_log "testmirror $name: paused" ;;
   resume) sg_alive "$pf" || sg_die "testmirror $name not running"; kill -CONT "$(sg_pid "$pf")"; sg_log "testmirror $name: resumed" ;;
   pid) sg_alive "$pf" && sg_pid "$pf" ;;
-  *) usage ;;
+  *) sg_usage ;;
 esac
