@@ -208,7 +208,6 @@ static void wait_complete(struct mirror_wait *w)
 	*g->done_tail = w;
 	g->done_tail = &w->next;
 	g->held--;
-	metric_add(g->m_held, -1);
 }
 
 static void part_resolved(struct mirror_wait *w, uint32_t i, enum mirror_outcome o)
@@ -448,7 +447,6 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 		wait_free(w);
 		return NULL;
 	}
-	metric_add(g->m_held, 1);
 	event_assign(&w->timer, g->base, -1, 0, timer_cb, w);
 	struct timeval tv = {(deadline_ms - now) / 1000, ((deadline_ms - now) % 1000) * 1000};
 	event_add(&w->timer, &tv);
@@ -469,7 +467,6 @@ void mirror_wait_cancel(struct mirror_wait *w)
 		if (w->timer_added)
 			event_del(&w->timer);
 		g->held--;
-		metric_add(g->m_held, -1);
 	}
 	list_remove(g, w);
 	wait_free(w);
@@ -1044,8 +1041,6 @@ struct mirror_gate *mirror_gate_new_ex(struct event_base *base, const struct con
 	g->conf = conf;
 	g->flags = flags;
 	g->done_tail = &g->done;
-	g->m_held = metric_get(METRIC_GAUGE, "syncgate_gate_held_waits",
-			       "Produce responses held by the sync gate now", "", NULL, 0);
 	for (int o = 0; o < MIRROR_OUTCOME_COUNT; o++) {
 		char labels[64];
 		snprintf(labels, sizeof(labels), "outcome=\"%s\"", mirror_outcome_str((enum mirror_outcome)o));

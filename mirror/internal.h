@@ -123,7 +123,6 @@ struct mirror_gate {
 	struct mirror_wait *done, **done_tail; /* resolved, callbacks not yet run (FIFO) */
 	bool in_wait;               /* inside mirror_gate_wait: never call back */
 	size_t held;
-	struct metric *m_held;
 	struct metric *m_outcome[MIRROR_OUTCOME_COUNT];
 	/* lifecycle (issue 6) */
 	struct mirror_statelog *log; /* NULL: records apply locally at once (no workers) */
