@@ -24,8 +24,9 @@
 
 #include "mirror/internal.h"
 
-static const double latency_buckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500,
-					 1000, 2000, 5000, 10000, 30000, 60000};
+/* seconds (Prometheus base unit) */
+static const double latency_buckets[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+					 1, 2, 5, 10, 30, 60};
 
 const char *mirror_outcome_str(enum mirror_outcome o)
 {
@@ -256,7 +257,7 @@ static void ref_done(struct mirror_ref *r, bool observe, int64_t now)
 	struct mirror_wait *w = r->w;
 	ref_detach(r);
 	if (observe)
-		metric_observe(r->t->link->m_latency, (double)(now - w->start_ms));
+		metric_observe(r->t->link->m_latency, (double)(now - w->start_ms) / 1000.0);
 	if (--w->remaining[r->part] == 0 && w->parts[r->part].outcome == MIRROR_PENDING)
 		part_resolved(w, r->part, MIRROR_SATISFIED);
 }
@@ -1028,8 +1029,8 @@ static struct mirror_link *link_new(struct mirror_gate *g, const struct conf_mir
 	char m[160], labels[200];
 	mirror_label_escape(m, sizeof(m), cm->name);
 	snprintf(labels, sizeof(labels), "mirror=\"%s\"", m);
-	l->m_latency = metric_get(METRIC_HISTOGRAM, "syncgate_mirror_sync_replication_latency_ms",
-				  "KIP MirrorSyncReplicationLatencyMs: held part registered -> this mirror has it",
+	l->m_latency = metric_get(METRIC_HISTOGRAM, "syncgate_mirror_sync_replication_latency_seconds",
+				  "KIP MirrorSyncReplicationLatencyMs, in seconds: held part registered -> this mirror has it",
 				  labels, latency_buckets, sizeof(latency_buckets) / sizeof(latency_buckets[0]));
 	return l;
 }
