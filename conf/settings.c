@@ -296,7 +296,8 @@ const struct conf_setting conf_settings[] = {
 	  "Destination topic of a source topic; `{topic}` is the source topic name (e.g. `src.{topic}`)." },
 	{ "mirrors[].offsets", CONF_T_ENUM, M(offsets), 0, CONF_F_LIVE, 0, 0, "preserved", offsets_names, NULL,
 	  "`preserved`: the mirror keeps source offsets (Cluster Linking, KIP-1279, ...), destination high watermark "
-	  "compared directly. `mm2`: MirrorMaker 2, progress read from its offset-syncs topic." },
+	  "compared directly. `mm2`: MirrorMaker 2, progress read from its offset-syncs topic; MM2 must run with "
+	  "`offset.lag.max=0` (at its default of 100 acks stall: syncgate warns `mirror_mm2_offset_syncs_behind`)." },
 	{ "mirrors[].progress", CONF_T_ENUM, M(progress), 0, CONF_F_LIVE, 0, 0, "poll", progress_names, NULL,
 	  "With `offsets: preserved`: `poll` asks the destination for its high watermarks every `poll_interval_ms`; "
 	  "`tail` keeps a consumer at the end of the gated partitions." },

@@ -99,7 +99,7 @@ static char *copy_str(char **p, const char *s)
 int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct mirror_report *r)
 {
 	size_t extra = (r->mirror ? strlen(r->mirror) + 1 : 0) + (r->topic ? strlen(r->topic) + 1 : 0) +
-		       (r->error ? strlen(r->error) + 1 : 0);
+		       (r->error ? strlen(r->error) + 1 : 0) + (r->stall ? strlen(r->stall) + 1 : 0);
 	struct mirror_msg *m = calloc(1, sizeof(*m) + extra);
 	if (!m)
 		return -1;
@@ -110,6 +110,7 @@ int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct m
 	m->r.mirror = copy_str(&p, r->mirror);
 	m->r.topic = copy_str(&p, r->topic);
 	m->r.error = copy_str(&p, r->error);
+	m->r.stall = copy_str(&p, r->stall);
 	return enqueue(b, m);
 }
 

@@ -146,6 +146,10 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 				    l->name, topic);
 	t->m_failing = mirror_metric_mt(METRIC_GAUGE, "syncgate_sync_partitions_failing",
 					"Partitions whose destination progress currently fails", l->name, topic);
+	t->m_stalled = mirror_metric_mt(METRIC_GAUGE, "syncgate_mirror_stalled_partitions",
+					"Partitions whose progress stalls although the destination has the records "
+					"(mm2: offset-syncs behind the destination; see describe's stall_reason)",
+					l->name, topic);
 	tstate_metrics(t);
 	size_t k = hash_str(topic) & (l->nbuckets - 1);
 	t->next = l->buckets[k];
@@ -753,6 +757,17 @@ static void apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 		metric_set(t->m_failing, t->nfailing);
 	}
 
+	if (r->stall && strcmp(r->stall, ps->stall) != 0) {
+		t->nstalled += (r->stall[0] != '\0') - (ps->stall[0] != '\0');
+		metric_set(t->m_stalled, t->nstalled);
+		if (r->stall[0])
+			LOG_W("mirror_partition_stalled", "mirror=%s topic=%s partition=%" PRId32 " reason=\"%s\"",
+			      l->name, t->topic, r->partition, r->stall);
+		else
+			LOG_I("mirror_partition_unstalled", "mirror=%s topic=%s partition=%" PRId32 " was=\"%s\"",
+			      l->name, t->topic, r->partition, ps->stall);
+		snprintf(ps->stall, sizeof(ps->stall), "%s", r->stall);
+	}
 	if (r->isr >= 0 || r->min_isr >= 0) {
 		bool was_short = isr_short(ps);
 		if (r->isr >= 0)
@@ -1326,6 +1341,7 @@ static void topic_info(struct mirror_link *l, const char *topic, const struct mi
 	if (!t)
 		return;
 	out->failing_partitions = t->nfailing;
+	out->stalled_partitions = t->nstalled;
 	out->held = t->held;
 	int64_t lag = 0;
 	bool known = t->npart > 0;
@@ -1359,6 +1375,7 @@ static void partition_info(const struct mirror_pstate *ps, struct mirror_partiti
 	out->failing_since_ms = ps ? ps->failing_since_ms : -1;
 	if (ps) {
 		snprintf(out->reason, sizeof(out->reason), "%s", ps->reason);
+		snprintf(out->stall, sizeof(out->stall), "%s", ps->stall);
 		out->held = ps->nheap;
 	}
 }
@@ -1412,6 +1429,7 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
 							    json_string("released by source - recovery in flight"));
 				json_object_set_new(jt, "lag", ti.lag >= 0 ? json_integer(ti.lag) : json_null());
 				json_object_set_new(jt, "failing_partitions", json_integer(t->nfailing));
+				json_object_set_new(jt, "stalled_partitions", json_integer(t->nstalled));
 				json_object_set_new(jt, "partitions", parts);
 				for (int32_t p = 0; p < t->nparts_alloc; p++) {
 					struct mirror_pstate *ps = t->parts[p];
@@ -1428,6 +1446,7 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
 					json_object_set_new(jp, "min_isr", json_integer(ps->min_isr));
 					json_object_set_new(jp, "failing_reason",
 							    ps->failing_since_ms >= 0 ? json_string(ps->reason) : json_null());
+					json_object_set_new(jp, "stall_reason", ps->stall[0] ? json_string(ps->stall) : json_null());
 					json_object_set_new(jp, "held", json_integer(ps->nheap));
 					json_array_append_new(parts, jp);
 				}

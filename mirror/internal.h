@@ -51,6 +51,7 @@ struct mirror_pstate {
 	int32_t isr, min_isr;       /* destination, -1 unknown */
 	int64_t failing_since_ms;   /* -1 when healthy (lifecycle: all-partitions-failing demote) */
 	char reason[64];            /* last failure reason */
+	char stall[64];             /* why progress stalls although the destination moves, "" */
 	struct mirror_ref **heap;   /* waiters, min-heap on offset */
 	uint32_t nheap, capheap;
 	int64_t demanded;           /* highest offset already asked of the worker */
@@ -72,8 +73,9 @@ struct mirror_tstate {
 	struct mirror_pstate **parts; /* by partition; individually allocated (refs point at them) */
 	int32_t nparts_alloc;
 	int32_t nfailing;
+	int32_t nstalled;           /* partitions with a stall reason */
 	size_t held;
-	struct metric *m_desired, *m_effective, *m_lag, *m_failing;
+	struct metric *m_desired, *m_effective, *m_lag, *m_failing, *m_stalled;
 	struct mirror_tstate *next; /* hash chain */
 };
 

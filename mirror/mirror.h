@@ -151,6 +151,10 @@ struct mirror_report {
 	const char *error;      /* NULL, or why this partition's progress failed
 				 * (e.g. "UNKNOWN_TOPIC_OR_PART"); counted in
 				 * syncgate_sync_partition_fetch_failures_total */
+	const char *stall;      /* NULL: not in this report; else why progress does
+				 * not follow although the destination moves (e.g.
+				 * "offset-syncs behind the destination"), "" when it
+				 * no longer stalls; syncgate_mirror_stalled_partitions */
 };
 
 /**
@@ -171,6 +175,7 @@ struct mirror_topic_info {
 	int32_t npartitions;        /* source partition count, -1 unknown */
 	int64_t lag;                /* Σ partitions (source HW − progress), -1 if any unknown */
 	int32_t failing_partitions; /* partitions whose last progress attempt failed */
+	int32_t stalled_partitions; /* partitions whose progress stalls (mirror_report.stall) */
 	size_t held;                /* parts of held waits gated by this mirror on this topic */
 };
 
@@ -181,6 +186,7 @@ struct mirror_partition_info {
 	int32_t isr, min_isr;       /* -1 unknown */
 	int64_t failing_since_ms;   /* mirror_now_ms() of the first failure in a row, -1 when healthy */
 	char reason[64];            /* last failure reason, "" when healthy */
+	char stall[64];             /* why progress stalls, "" when it does not */
 	size_t held;                /* held parts waiting on this mirror here */
 };
 

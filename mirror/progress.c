@@ -188,8 +188,7 @@ void mirror_refresh_isr(struct mirror_worker *w)
 	free(min_isr);
 }
 
-/* One ListOffsets(END) round over `list`; returns the request-level error. */
-static rd_kafka_resp_err_t list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
+rd_kafka_resp_err_t mirror_list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
 					    int timeout_ms)
 {
 	for (int i = 0; i < list->cnt; i++)
@@ -227,7 +226,7 @@ static void dest_progress_leader(struct mirror_worker *w, struct mirror_wtopic *
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
 	for (size_t j = 0; j < n; j++)
 		rd_kafka_topic_partition_list_add(l, tt[idx[j]]->dst, pp[idx[j]]);
-	rd_kafka_resp_err_t err = list_end_offsets(w->dst, l, slow ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS);
+	rd_kafka_resp_err_t err = mirror_list_end_offsets(w->dst, l, slow ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS);
 	if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && leader >= 0)
 		slow_leader_mark(w, leader, mirror_now_ms());
 	LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu slow=%d result=%s", w->name,
@@ -322,7 +321,7 @@ void mirror_poll_background(struct mirror_worker *w)
 		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
 		for (size_t i = 0; i < n; i++)
 			rd_kafka_topic_partition_list_add(l, tt[i]->topic, pp[i]);
-		rd_kafka_resp_err_t err = list_end_offsets(w->src, l, MIRROR_W_RPC_MS);
+		rd_kafka_resp_err_t err = mirror_list_end_offsets(w->src, l, MIRROR_W_RPC_MS);
 		if (err)
 			LOG_W("mirror_source_offsets_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
 		for (size_t i = 0; i < n; i++)
@@ -338,6 +337,7 @@ void mirror_poll_background(struct mirror_worker *w)
 				if (prog >= 0)
 					mirror_worker_report(w, tt[i], pp[i], prog, wp->src_hw, -1, -1, NULL);
 			}
+			mirror_mm2_check_syncs(w, tt, pp, n);
 		} else {
 			dest_progress(w, tt, pp, n, true);
 		}

@@ -42,6 +42,18 @@ void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t
 		      w->name, t->topic, (int)p);
 }
 
+void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+				const char *stall)
+{
+	struct mirror_report r = {
+		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
+		.progress = -1, .source_hw = -1, .isr = -1, .min_isr = -1, .stall = stall,
+	};
+	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
+		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
+		      w->name, t->topic, (int)p);
+}
+
 struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 {
 	if (p < 0 || p >= MIRROR_MAX_PARTITIONS)
@@ -55,7 +67,8 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 			return NULL;
 		for (int32_t i = t->npart_alloc; i < n; i++)
 			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
-						     .need = -1, .until_ms = -1, .mm2_up = -1, .tail_hw = -1,
+						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
+						     .syncs_behind_since_ms = -1, .tail_hw = -1,
 						     .leader = -1};
 		t->parts = a;
 		t->npart_alloc = n;

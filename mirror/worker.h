@@ -23,6 +23,7 @@
 #define MIRROR_W_LIST_MS 1000     /* ListOffsets(END) of one destination leader's partitions */
 #define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout for a leader that just timed out */
 #define MIRROR_W_SLOW_MS 10000    /* how long a leader stays suspect after a timeout */
+#define MIRROR_W_SYNCS_STALL_MS 3000 /* mm2: destination ahead of the offset-syncs this long → stalled */
 
 struct mirror_wdemand {
 	char *topic;
@@ -37,6 +38,9 @@ struct mirror_wpart {
 	int32_t isr, min_isr;
 	int64_t need, until_ms; /* demand: prompt progress while progress <= need */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
+	int64_t mm2_down;    /* mm2: its downstream offset, -1 */
+	int64_t syncs_behind_since_ms; /* mm2: destination ahead of the offset-syncs since, -1 */
+	bool syncs_behind;   /* mm2: reported as stalled on offset-syncs */
 	int64_t tail_hw;     /* tail: last cached destination HW reported */
 	int32_t leader;      /* destination leader (Metadata), -1 unknown */
 	bool failing;        /* last attempt reported an error */
@@ -88,18 +92,26 @@ struct mirror_worker {
 	} slow[8];
 	bool reassign;                   /* tail/mm2: topic set changed */
 	bool list_now;                   /* a demanded topic is unknown: list soon */
+	bool syncs_warned;               /* mm2: the offset.lag.max warning was logged */
 };
 
 /* worker.c */
 void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error);
+/* Why progress of (t, p) stalls although the destination moves ("" when it
+ * no longer does); shown by describe, counted in a metric. */
+void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+				const char *stall);
 struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *topic, bool create);
 struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p);
 
 /* progress.c: ListOffsets(END) through offsets_for_times */
 void mirror_poll_demanded(struct mirror_worker *w, int64_t now);
 void mirror_poll_background(struct mirror_worker *w);
+/* One ListOffsets(END) round over `list`; returns the request-level error. */
+rd_kafka_resp_err_t mirror_list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
+					    int timeout_ms);
 void mirror_refresh_isr(struct mirror_worker *w);
 void mirror_refresh_topics(struct mirror_worker *w);
 
@@ -110,6 +122,9 @@ void mirror_tail_poll(struct mirror_worker *w, int timeout_ms);
 /* mm2.c */
 void mirror_mm2_assign(struct mirror_worker *w);
 void mirror_mm2_poll(struct mirror_worker *w, int timeout_ms);
+/* Partitions tt[i]/pp[i] whose offset-syncs lag their source HW: does the
+ * destination already hold the records (offset.lag.max too high)? */
+void mirror_mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, const int32_t *pp, size_t n);
 /* Parse one offset-syncs record; 0 on success. Any thread (pure). */
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);

@@ -135,6 +135,33 @@ static int http_call(struct ctl *c, const char *method, const char *path, const 
 	return c->status ? 0 : -1;
 }
 
+/* One note line per distinct stall reason of a topic's partitions (why acks
+ * and promotion wait although the destination has the records). */
+static void print_stalls(const json_t *t)
+{
+	size_t k, q;
+	json_t *p, *r;
+	json_array_foreach(json_object_get(t, "partitions"), k, p) {
+		const char *why = json_string_value(json_object_get(p, "stall_reason"));
+		bool first = true;
+		json_array_foreach(json_object_get(t, "partitions"), q, r) {
+			const char *w2 = json_string_value(json_object_get(r, "stall_reason"));
+			if (q < k && w2 && why && !strcmp(w2, why))
+				first = false;
+		}
+		if (!why || !first)
+			continue;
+		printf("  stalled:");
+		json_array_foreach(json_object_get(t, "partitions"), q, r) {
+			const char *w2 = json_string_value(json_object_get(r, "stall_reason"));
+			if (w2 && !strcmp(w2, why))
+				printf(" %lld", (long long)json_integer_value(json_object_get(r, "partition")));
+		}
+		printf(": %s%s\n", why, strstr(why, "offset-syncs") ?
+		       " (MirrorMaker 2 emits offset-syncs sparsely: set offset.lag.max=0)" : "");
+	}
+}
+
 static void print_describe(const json_t *doc)
 {
 	printf("%-12s %-28s %-8s %-9s %-8s %-9s %-8s %s\n", "MIRROR", "TOPIC", "DESIRED",
@@ -166,6 +193,7 @@ static void print_describe(const json_t *doc)
 				       why && *why ? "!" : "", why && *why ? why : "");
 			}
 			printf("\n");
+			print_stalls(t);
 		}
 	}
 }

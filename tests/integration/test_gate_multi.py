@@ -301,6 +301,12 @@ def test_mm2_pause_timeout_resume_cycle(make_syncgate, make_mm2, source, dest, t
     assert sum(1 for v in (r.value for r in dest.consume(topic_name, 0))
                if v.startswith(b"after")) == 5
     c.close()
+    # offset.lag.max=0: the offset-syncs follow the destination, no stall is
+    # reported (the sparse case is test_mm2_defaults.py)
+    time.sleep(4)  # longer than the stall threshold (3 s)
+    assert sg.metric("syncgate_mirror_stalled_partitions") == 0
+    assert "mirror_mm2_offset_syncs_behind" not in sg.log()
+    assert topic_state(sg, "mm", topic_name)["stalled_partitions"] == 0
 
 
 def test_partial_timeout_one_request_two_partitions_s2(make_syncgate, make_testmirror, source,
