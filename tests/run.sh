@@ -5,7 +5,8 @@
 # Kafka jars, builds syncgate (meson, warnings as errors), runs the unit tests
 # (meson test), then the integration suite against real Kafka
 # (/usr/bin/python3 -m pytest -v tests/integration), then the unit tests
-# again under ASan+UBSan, each fuzz target briefly, the deployment checks and
+# again under ASan+UBSan and the restart/lifecycle integration tests with the
+# sanitized binary, each fuzz target briefly, the deployment checks and
 # the sandbox (up, demo, down), and prints one summary
 # line "N passed, N failed" for both. Exits non-zero on any failure; a step
 # that fails before its tests run counts as one failure (a failed install
@@ -143,6 +144,20 @@ if [ $unit -eq 1 ]; then
       meson test -C build-asan --print-errorlogs
   }
   check "unit tests under ASan+UBSan (build-asan)" asan_tests
+  if [ $integ -eq 1 ]; then
+    # the restart and lifecycle paths (state log replay, reload, SIGKILL) on
+    # real Kafka with the sanitized binary; a report in its log fails the test
+    asan_restarts() {
+      SG_STATE_HOME="/tmp/syncgate-testbed/pytest-asan.$$" SYNCGATE_BIN="$repo/build-asan/proxy/syncgate" \
+        UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+        "$PY" -m pytest -q -p no:cacheprovider "${tmo[@]+"${tmo[@]}"}" tests/integration \
+        -k "restart_history or test_lifecycle"
+      local rc=$?
+      rmdir "/tmp/syncgate-testbed/pytest-asan.$$" 2>/dev/null
+      [ $rc -eq 0 ]
+    }
+    check "restart and lifecycle integration tests under ASan+UBSan (build-asan)" asan_restarts
+  fi
   # every libFuzzer target briefly, seeded with the golden frames
   check "fuzz targets, ${SG_FUZZ_SECONDS:-10}s each (tests/fuzz/run.sh)" \
     sh tests/fuzz/run.sh "${SG_FUZZ_SECONDS:-10}"

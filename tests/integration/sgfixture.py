@@ -141,3 +141,8 @@ def make_syncgate(bed):
     yield factory
     for sg in made:
         sg.stop()
+    # an ASan/UBSan build (SYNCGATE_BIN=build-asan/proxy/syncgate, tests/run.sh)
+    # reports to its log: any report fails the test that ran it
+    reports = [f"{sg.name}: {line}" for sg in made for line in sg.log().splitlines()
+               if "AddressSanitizer" in line or "LeakSanitizer" in line or "runtime error:" in line]
+    assert not reports, "sanitizer reports:\n" + "\n".join(reports[:20])
