@@ -109,6 +109,8 @@ struct conf {
 
 	struct conf_addr upstream_broker; /* upstream.broker */
 	int upstream_connect_timeout_ms;  /* default 5000 */
+	int upstream_close_linger_ms;     /* after a client closes, default 10000 */
+	int upstream_keepalive_ms;        /* internal request while holds exist; 0 off; default 3000 */
 	struct conf_tls upstream_tls;     /* upstream.tls */
 
 	char *advertise_template;   /* advertise.template, "{host}" / "{id}" */

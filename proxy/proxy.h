@@ -95,7 +95,8 @@ TAILQ_HEAD(proxy_fifo, proxy_entry);
 enum proxy_conn_state {
 	PROXY_CONN_CONNECTING, /* client accepted, upstream connect in progress */
 	PROXY_CONN_OPEN,       /* both sides up; frames flow */
-	PROXY_CONN_DRAINING,   /* one side closed: flush what's owed, then close */
+	PROXY_CONN_DRAINING,   /* upstream closed: flush what's owed to the client, then close */
+	PROXY_CONN_LINGERING,  /* client gone: deliver what it sent, read what is owed, then close */
 	PROXY_CONN_STATE_COUNT
 };
 const char *proxy_conn_state_str(enum proxy_conn_state s);
@@ -108,10 +109,10 @@ struct proxy_conn {
 	uint64_t id;                   /* for logs */
 	char peer[64];                 /* client address, for logs */
 	enum proxy_conn_state state;
-	struct bufferevent *client;    /* owned */
-	struct bufferevent *upstream;  /* owned */
+	struct bufferevent *client;    /* owned; NULL once LINGERING */
+	struct bufferevent *upstream;  /* owned; NULL once DRAINING */
 	struct event *connect_timer;   /* upstream connect timeout */
-	struct event *close_ev;        /* deferred close (DRAINING with nothing left to send) */
+	struct event *close_ev;        /* deferred close; LINGERING: also the linger deadline */
 	struct proxy_fifo fifo;        /* requests awaiting responses, in order */
 	size_t nfifo;
 	size_t held_bytes;             /* bytes of held responses */
@@ -119,7 +120,8 @@ struct proxy_conn {
 	bool sasl_raw;                 /* between SaslHandshake v0 and authentication end */
 	bool client_paused;            /* client reads disabled by backpressure */
 	bool upstream_paused;          /* upstream reads disabled by backpressure */
-	const char *close_reason;      /* DRAINING: why, for the log */
+	bool upstream_up;              /* upstream connect (and TLS handshake) done */
+	const char *close_reason;      /* DRAINING, LINGERING: why, for the log */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -209,7 +211,7 @@ int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len, struct codec_iov
 void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 		       const struct sockaddr *sa, int salen);
 void proxy_conn_close(struct proxy_conn *c, const char *reason);
-/** Stop reading, send what is owed to the client, then close. */
+/** Stop reading, send what is owed to the client, then close (at once when LINGERING). */
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
 /** Re-check backpressure marks after held bytes or buffers changed. */
 void proxy_conn_update_flow(struct proxy_conn *c);

@@ -163,6 +163,12 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		      (unsigned long long)c->id, c->peer, len);
 		return -1;
 	}
+	if (!c->client) {
+		/* LINGERING: the client is gone, nobody reads this response */
+		evbuffer_drain(in, len + 4);
+		proxy_entry_free(c, e);
+		return 0;
+	}
 	if (e->kind == PROXY_ENTRY_SASL_RAW) {
 		respond_unchanged(c, e, in, len);
 		return 0;

@@ -13,6 +13,7 @@ static const char *const conn_state_names[PROXY_CONN_STATE_COUNT] = {
 	[PROXY_CONN_CONNECTING] = "connecting",
 	[PROXY_CONN_OPEN] = "open",
 	[PROXY_CONN_DRAINING] = "draining",
+	[PROXY_CONN_LINGERING] = "lingering",
 };
 
 const char *proxy_conn_state_str(enum proxy_conn_state s)
@@ -118,7 +119,7 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
 
 void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 {
-	if (srv->shutting_down && c->nfifo == 0 && c->state != PROXY_CONN_DRAINING)
+	if (srv->shutting_down && c->nfifo == 0 && c->client && c->state != PROXY_CONN_DRAINING)
 		proxy_conn_drain_close(c, "shutdown");
 }
 
