@@ -50,7 +50,7 @@ const char *proxy_entry_state_str(enum proxy_entry_state s);
 /** What kind of exchange an entry is. */
 enum proxy_entry_kind {
 	PROXY_ENTRY_KAFKA,     /* an ordinary request/response */
-	PROXY_ENTRY_INTERNAL,  /* syncgate's own Metadata request: response consumed, not sent */
+	PROXY_ENTRY_INTERNAL,  /* syncgate's own request (internal.c): response consumed, not sent */
 	PROXY_ENTRY_SASL_RAW,  /* a raw SASL token after SaslHandshake v0 */
 };
 
@@ -160,6 +160,7 @@ struct proxy_server {
 	bool broker_has_produce_v13;   /* learnt from ApiVersions responses */
 	bool shutting_down;
 	struct event *shutdown_timer;
+	struct event *keepalive_ev;    /* upstream.keepalive_ms: internal requests while holding */
 	struct sync_codes { int16_t timeout, not_enough_remote; } codes;
 };
 
@@ -215,6 +216,18 @@ void proxy_conn_close(struct proxy_conn *c, const char *reason);
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
 /** Re-check backpressure marks after held bytes or buffers changed. */
 void proxy_conn_update_flow(struct proxy_conn *c);
+
+/* internal.c: syncgate's own requests on a client's upstream connection */
+/** Whether an internal request of `api_key` awaits its response on `c`. */
+bool proxy_internal_in_flight(const struct proxy_conn *c, int16_t api_key);
+/**
+ * Queue `frame` (size prefix included, correlation id -1) upstream behind an
+ * INTERNAL FIFO entry: its response is consumed, never sent. 0 or -1.
+ */
+int proxy_internal_send(struct proxy_conn *c, const uint8_t *frame, size_t len,
+			int16_t api_key, int16_t version);
+/** Start the keepalive timer (upstream.keepalive_ms, read at each tick). 0 or -1. */
+int proxy_keepalive_start(struct proxy_server *srv);
 
 /* fifo.c */
 struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind kind);

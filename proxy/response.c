@@ -137,12 +137,15 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 	return changed;
 }
 
-/* A response to syncgate's own Metadata request: learn ids, send nothing. */
+/* A response to syncgate's own request (internal.c): a Metadata response
+ * teaches TopicIds, a keepalive's is dropped; nothing is sent. */
 static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 			      struct evbuffer *in, size_t len, size_t hdr_len)
 {
 	struct codec_iov iov[PROXY_MAX_IOV];
-	int niov = proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV);
+	int niov = e->api_key == CODEC_API_METADATA
+			   ? proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV)
+			   : -1;
 	if (niov >= 0)
 		learn_topic_ids(c, iov, niov, e->api_version);
 	evbuffer_drain(in, len + 4);

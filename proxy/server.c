@@ -54,6 +54,7 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 	if (!srv->dns)
 		srv->dns = evdns_base_new(base, 0); /* no resolv.conf: IP literals still work */
 	if (!srv->topic_ids || !srv->dns || server_tls_load(srv, conf) < 0 ||
+	    proxy_keepalive_start(srv) < 0 ||
 	    proxy_listener_open(srv, conf->listen_kafka.host, conf->listen_kafka.port, -1,
 				conf->upstream_broker.host, conf->upstream_broker.port) < 0) {
 		proxy_server_free(srv);
@@ -77,6 +78,8 @@ void proxy_server_free(struct proxy_server *srv)
 	}
 	if (srv->shutdown_timer)
 		event_free(srv->shutdown_timer);
+	if (srv->keepalive_ev)
+		event_free(srv->keepalive_ev);
 	if (srv->dns)
 		evdns_base_free(srv->dns, 0);
 	SSL_CTX_free(srv->client_tls);
