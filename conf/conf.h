@@ -245,6 +245,16 @@ const char *conf_addr_parse(const char *s, bool port0, struct conf_addr *out)
 /** Format `a` as `host:port`, bracketing IPv6 hosts, into `buf`; returns buf. */
 char *conf_addr_format(const struct conf_addr *a, char *buf, size_t n);
 
+/**
+ * The syncgate address that fronts broker `node_id`, whose own advertised
+ * host is `host`, per advertise.* (sidecar: `advertise.nodes`, else the
+ * template, port defaulting to listen.kafka's; gateway: port base_port + id).
+ * Writes the host into `out` and returns the port, or -1 when `out` is too
+ * small. Thread-agnostic.
+ */
+int conf_advertised_addr(const struct conf *cf, int32_t node_id, const char *host,
+			 char *out, size_t outsz);
+
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                  */
 /* ------------------------------------------------------------------------ */
