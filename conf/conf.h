@@ -109,6 +109,8 @@ struct conf {
 
 	struct conf_addr upstream_broker; /* upstream.broker */
 	int upstream_connect_timeout_ms;  /* default 5000 */
+	int upstream_close_linger_ms;     /* after a client closes, default 10000 */
+	int upstream_keepalive_ms;        /* internal request while holds exist; 0 off; default 3000 */
 	struct conf_tls upstream_tls;     /* upstream.tls */
 
 	char *advertise_template;   /* advertise.template, "{host}" / "{id}" */
@@ -242,6 +244,16 @@ const char *conf_addr_parse(const char *s, bool port0, struct conf_addr *out)
 	__attribute__((warn_unused_result));
 /** Format `a` as `host:port`, bracketing IPv6 hosts, into `buf`; returns buf. */
 char *conf_addr_format(const struct conf_addr *a, char *buf, size_t n);
+
+/**
+ * The syncgate address that fronts broker `node_id`, whose own advertised
+ * host is `host`, per advertise.* (sidecar: `advertise.nodes`, else the
+ * template, port defaulting to listen.kafka's; gateway: port base_port + id).
+ * Writes the host into `out` and returns the port, or -1 when `out` is too
+ * small. Thread-agnostic.
+ */
+int conf_advertised_addr(const struct conf *cf, int32_t node_id, const char *host,
+			 char *out, size_t outsz);
 
 /* ------------------------------------------------------------------------ */
 /* Logging                                                                  */

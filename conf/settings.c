@@ -235,6 +235,15 @@ const struct conf_setting conf_settings[] = {
 	  "Sidecar: the local broker. Gateway: any broker of the cluster (bootstrap). `host:port`." },
 	{ "upstream.connect_timeout_ms", CONF_T_INT, C(upstream_connect_timeout_ms), 0, CONF_F_LIVE, 1, 600 * MS, "5000", NULL, NULL,
 	  "Timeout of one upstream TCP (+TLS) connect, milliseconds." },
+	{ "upstream.close_linger_ms", CONF_T_INT, C(upstream_close_linger_ms), 0, CONF_F_LIVE, 1, 600 * MS, "10000", NULL, NULL,
+	  "After a client closes its connection, how long syncgate keeps the upstream connection to finish "
+	  "the connect, deliver every byte the client sent and read the responses still owed (then discarded), "
+	  "milliseconds. Past it the upstream connection is closed anyway." },
+	{ "upstream.keepalive_ms", CONF_T_INT, C(upstream_keepalive_ms), 0, CONF_F_LIVE, 0, 600 * MS, "3000", NULL, NULL,
+	  "While a connection holds Produce responses, syncgate sends the broker an internal ApiVersions "
+	  "request on it this often (its response is consumed), so the broker's `connections.max.idle.ms` "
+	  "does not close a connection idle only because of the hold. Keep it well below the broker's "
+	  "`connections.max.idle.ms`; 0 turns it off." },
 	SEC("upstream.tls", C(upstream_tls.enabled), 0,
 	    "Originate TLS to the broker. Present (even empty) = TLS on, verified against the system trust store unless `ca` is set."),
 	{ "upstream.tls.ca", CONF_T_STRING, C(upstream_tls.ca), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,

@@ -221,9 +221,18 @@ bool mirror_regex_match(const regex_t *re, size_t n, const char *topic);
 /* worker.c */
 struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct conf_mirror *cm,
 					  uint64_t link_id, struct mirror_bridge *b);
+/* route.c: how syncgate's own source clients reach a broker (scenario S16) */
+struct rd_kafka_conf_s;
+struct rd_kafka_metadata;
+/** Install the connect/resolve callbacks on a source client config. */
+void mirror_route_install(struct rd_kafka_conf_s *c);
+/** The conf (borrowed for the process life) routes follow. Any thread. */
+void mirror_route_set_conf(const struct conf *conf);
+/** Learn advertised "host:port" → node id from source Metadata. Any thread. */
+void mirror_route_learn(const struct rd_kafka_metadata *md);
+
 /* librdkafka configs for the source (upstream.broker, upstream.tls) and a
  * mirror's destination; `producer` leaves consumer-only properties out. */
-struct rd_kafka_conf_s;
 struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
 					   bool producer);
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);

@@ -29,6 +29,7 @@ void mirror_refresh_topics(struct mirror_worker *w)
 		LOG_W("mirror_source_metadata_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
 		return;
 	}
+	mirror_route_learn(md);
 	for (int i = 0; i < md->topic_cnt; i++) {
 		const struct rd_kafka_metadata_topic *mt = &md->topics[i];
 		if (w->mm2_topic && strcmp(mt->topic, w->mm2_topic) == 0 && !mt->err) {

@@ -95,6 +95,7 @@ static int ensure_topic(struct mirror_statelog *s)
 		LOG_W("mirror_state_metadata_failed", "topic=%s reason=\"%s\"", s->topic, rd_kafka_err2str(e));
 		return -1;
 	}
+	mirror_route_learn(md);
 	bool exists = false;
 	for (int i = 0; i < md->topic_cnt; i++)
 		exists |= strcmp(md->topics[i].topic, s->topic) == 0 && !md->topics[i].err;

@@ -325,6 +325,9 @@ rd_kafka_conf_t *mirror_source_conf(const struct conf *conf, const char *mirror,
 	const char *host = conf->upstream_broker.host ? conf->upstream_broker.host : "127.0.0.1";
 	snprintf(bs, sizeof(bs), strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, conf->upstream_broker.port);
 	const struct conf_tls *t = &conf->upstream_tls;
+	/* brokers that advertise an address syncgate cannot dial (route.c) */
+	mirror_route_set_conf(conf);
+	mirror_route_install(c);
 	int rc = set_prop(c, mirror, "bootstrap.servers", bs, false);
 	if (!rc && t->enabled) {
 		rc |= set_prop(c, mirror, "security.protocol", "ssl", false);

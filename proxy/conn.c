@@ -37,6 +37,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg);
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
 
 static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
+static struct metric *m_linger[2]; /* closes after a client left: delivered, expired */
 
 static void conn_metrics_init(void)
 {
@@ -51,6 +52,16 @@ static void conn_metrics_init(void)
 				       "", NULL, 0);
 	m_connect_fail = metric_get(METRIC_COUNTER, "syncgate_upstream_connect_failures_total",
 				    "Upstream broker connections that failed or timed out.", "", NULL, 0);
+	m_linger[0] = metric_get(METRIC_COUNTER, "syncgate_client_close_lingers_total",
+				 "Upstream connections kept after their client closed, by outcome: "
+				 "everything the client sent delivered and every response owed read "
+				 "(delivered), or upstream.close_linger_ms passed first (expired).",
+				 "outcome=\"delivered\"", NULL, 0);
+	m_linger[1] = metric_get(METRIC_COUNTER, "syncgate_client_close_lingers_total",
+				 "Upstream connections kept after their client closed, by outcome: "
+				 "everything the client sent delivered and every response owed read "
+				 "(delivered), or upstream.close_linger_ms passed first (expired).",
+				 "outcome=\"expired\"", NULL, 0);
 }
 
 int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len,
@@ -116,9 +127,31 @@ static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_close(c, "upstream connect timeout");
 }
 
+/* LINGERING: every byte the client sent is written upstream and no response is owed. */
+static bool linger_done(struct proxy_conn *c)
+{
+	return c->nfifo == 0 && evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0;
+}
+
+static void linger_check(struct proxy_conn *c)
+{
+	if (c->state == PROXY_CONN_LINGERING && linger_done(c))
+		event_active(c->close_ev, EV_TIMEOUT, 0);
+}
+
 static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
+	if (c->state == PROXY_CONN_LINGERING) {
+		bool done = linger_done(c);
+		metric_add(m_linger[done ? 0 : 1], 1);
+		if (!done)
+			LOG_W("linger_expired", "conn=%llu peer=%s upstream_connected=%d "
+			      "unsent_bytes=%zu responses_owed=%zu linger_ms=%d",
+			      (unsigned long long)c->id, c->peer, c->upstream_up,
+			      evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo,
+			      c->srv->conf->upstream_close_linger_ms);
+	}
 	proxy_conn_close(c, c->close_reason);
 }
 
@@ -256,6 +289,10 @@ void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
 		return;
 	c->state = PROXY_CONN_DRAINING;
 	c->close_reason = reason;
+	if (!c->client) { /* was LINGERING: nobody to send to */
+		event_active(c->close_ev, EV_TIMEOUT, 0);
+		return;
+	}
 	bufferevent_disable(c->client, EV_READ);
 	if (c->upstream)
 		bufferevent_disable(c->upstream, EV_READ);
@@ -266,7 +303,7 @@ void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
 void proxy_conn_update_flow(struct proxy_conn *c)
 {
 	const struct conf *cf = c->srv->conf;
-	if (c->state == PROXY_CONN_DRAINING)
+	if (c->state == PROXY_CONN_DRAINING || c->state == PROXY_CONN_LINGERING)
 		return;
 	size_t up_out = evbuffer_get_length(bufferevent_get_output(c->upstream));
 	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client));
@@ -337,26 +374,78 @@ static int frame_next(struct proxy_conn *c, struct evbuffer *in, const char *sid
 	return 1;
 }
 
-static void client_read_cb(struct bufferevent *bev, void *arg)
+/*
+ * Forward the complete frames in the client's input: while not paused, or
+ * all of them (`all`: the client closed, nothing more will come). Returns -1
+ * when the connection was closed.
+ */
+static int client_frames(struct proxy_conn *c, bool all)
 {
-	struct proxy_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	while (!c->client_paused && c->state != PROXY_CONN_DRAINING) {
+	struct evbuffer *in = bufferevent_get_input(c->client);
+	while ((all || !c->client_paused) && c->state != PROXY_CONN_DRAINING) {
 		size_t size;
 		int rc = frame_next(c, in, "client", &size);
 		if (rc == 0)
 			break;
 		if (rc < 0) {
 			proxy_conn_close(c, "client frame refused");
-			return;
+			return -1;
 		}
 		if (proxy_request_handle(c, in, size) < 0) {
 			metric_add(m_rejected_frames, 1);
 			proxy_conn_close(c, "malformed client frame");
-			return;
+			return -1;
 		}
-		proxy_conn_update_flow(c);
+		if (!all)
+			proxy_conn_update_flow(c);
 	}
+	return 0;
+}
+
+static void client_read_cb(struct bufferevent *bev, void *arg)
+{
+	client_frames(arg, false);
+}
+
+/*
+ * The client closed (or failed): half-close (shared/DESIGN.md §3 invariant 7).
+ * Everything it sent is still delivered upstream — the connect finished
+ * first if it is in progress — and the responses it is owed are read and
+ * dropped, so the upstream socket closes with FIN after the last byte, not
+ * RST over unread data; then the pair is freed. upstream.close_linger_ms
+ * bounds the wait. Responses already received (held or ready) are dropped
+ * at once, their gate waits cancelled. No client reads, so memory is what
+ * was already buffered.
+ */
+static void conn_linger(struct proxy_conn *c, const char *reason)
+{
+	if (client_frames(c, true) < 0)
+		return;
+	size_t partial = evbuffer_get_length(bufferevent_get_input(c->client));
+	bufferevent_free(c->client);
+	c->client = NULL;
+	c->client_paused = false;
+	struct proxy_entry *e, *next;
+	for (e = TAILQ_FIRST(&c->fifo); e; e = next) {
+		next = TAILQ_NEXT(e, link);
+		if (e->state != PROXY_ENTRY_IN_FLIGHT)
+			proxy_entry_free(c, e);
+	}
+	proxy_server_resume_paused(c->srv); /* held bytes may have gone down */
+	c->state = PROXY_CONN_LINGERING;
+	c->close_reason = reason;
+	if (c->upstream_paused) {
+		c->upstream_paused = false;
+		bufferevent_enable(c->upstream, EV_READ);
+	}
+	int ms = c->srv->conf->upstream_close_linger_ms;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	evtimer_add(c->close_ev, &tv);
+	LOG_D("conn_linger", "conn=%llu peer=%s reason=\"%s\" upstream_connected=%d "
+	      "unsent_bytes=%zu responses_owed=%zu partial_frame_bytes=%zu",
+	      (unsigned long long)c->id, c->peer, reason, c->upstream_up,
+	      evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo, partial);
+	linger_check(c);
 }
 
 static void upstream_read_cb(struct bufferevent *bev, void *arg)
@@ -376,6 +465,7 @@ static void upstream_read_cb(struct bufferevent *bev, void *arg)
 			return; /* closed by the handler */
 		proxy_conn_update_flow(c);
 	}
+	linger_check(c);
 }
 
 static void client_write_cb(struct bufferevent *bev, void *arg)
@@ -391,6 +481,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 
 static void upstream_write_cb(struct bufferevent *bev, void *arg)
 {
+	linger_check(arg);
 	proxy_conn_update_flow(arg);
 }
 
@@ -426,8 +517,13 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	struct proxy_conn *c = arg;
 	if (what & BEV_EVENT_ERROR)
 		log_tls_errors(c, bev, "client");
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
-		proxy_conn_close(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	const char *reason = (what & BEV_EVENT_EOF) ? "client closed" : "client error";
+	if (c->state == PROXY_CONN_DRAINING)
+		proxy_conn_close(c, reason);
+	else
+		conn_linger(c, reason);
 }
 
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -437,17 +533,23 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 		set_nodelay(bufferevent_getfd(bev));
 		if (c->connect_timer)
 			evtimer_del(c->connect_timer);
-		c->state = PROXY_CONN_OPEN;
+		c->upstream_up = true;
+		if (c->state == PROXY_CONN_CONNECTING)
+			c->state = PROXY_CONN_OPEN;
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
 		log_tls_errors(c, bev, "upstream");
-		if (c->state == PROXY_CONN_CONNECTING) {
+		if (!c->upstream_up) {
 			metric_add(m_connect_fail, 1);
 			LOG_W("upstream_connect_failed", "conn=%llu upstream=%s:%d error=\"%s\"",
 			      (unsigned long long)c->id, c->lst->upstream_host, c->lst->upstream_port,
 			      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		}
+	}
+	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && c->state == PROXY_CONN_LINGERING) {
+		proxy_conn_close(c, "upstream closed while the client was gone");
+		return;
 	}
 	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
 		/* Whatever is READY at the head still goes out; held responses are

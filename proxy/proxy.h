@@ -50,7 +50,7 @@ const char *proxy_entry_state_str(enum proxy_entry_state s);
 /** What kind of exchange an entry is. */
 enum proxy_entry_kind {
 	PROXY_ENTRY_KAFKA,     /* an ordinary request/response */
-	PROXY_ENTRY_INTERNAL,  /* syncgate's own Metadata request: response consumed, not sent */
+	PROXY_ENTRY_INTERNAL,  /* syncgate's own request (internal.c): response consumed, not sent */
 	PROXY_ENTRY_SASL_RAW,  /* a raw SASL token after SaslHandshake v0 */
 };
 
@@ -95,7 +95,8 @@ TAILQ_HEAD(proxy_fifo, proxy_entry);
 enum proxy_conn_state {
 	PROXY_CONN_CONNECTING, /* client accepted, upstream connect in progress */
 	PROXY_CONN_OPEN,       /* both sides up; frames flow */
-	PROXY_CONN_DRAINING,   /* one side closed: flush what's owed, then close */
+	PROXY_CONN_DRAINING,   /* upstream closed: flush what's owed to the client, then close */
+	PROXY_CONN_LINGERING,  /* client gone: deliver what it sent, read what is owed, then close */
 	PROXY_CONN_STATE_COUNT
 };
 const char *proxy_conn_state_str(enum proxy_conn_state s);
@@ -108,10 +109,10 @@ struct proxy_conn {
 	uint64_t id;                   /* for logs */
 	char peer[64];                 /* client address, for logs */
 	enum proxy_conn_state state;
-	struct bufferevent *client;    /* owned */
-	struct bufferevent *upstream;  /* owned */
+	struct bufferevent *client;    /* owned; NULL once LINGERING */
+	struct bufferevent *upstream;  /* owned; NULL once DRAINING */
 	struct event *connect_timer;   /* upstream connect timeout */
-	struct event *close_ev;        /* deferred close (DRAINING with nothing left to send) */
+	struct event *close_ev;        /* deferred close; LINGERING: also the linger deadline */
 	struct proxy_fifo fifo;        /* requests awaiting responses, in order */
 	size_t nfifo;
 	size_t held_bytes;             /* bytes of held responses */
@@ -119,7 +120,8 @@ struct proxy_conn {
 	bool sasl_raw;                 /* between SaslHandshake v0 and authentication end */
 	bool client_paused;            /* client reads disabled by backpressure */
 	bool upstream_paused;          /* upstream reads disabled by backpressure */
-	const char *close_reason;      /* DRAINING: why, for the log */
+	bool upstream_up;              /* upstream connect (and TLS handshake) done */
+	const char *close_reason;      /* DRAINING, LINGERING: why, for the log */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -158,6 +160,7 @@ struct proxy_server {
 	bool broker_has_produce_v13;   /* learnt from ApiVersions responses */
 	bool shutting_down;
 	struct event *shutdown_timer;
+	struct event *keepalive_ev;    /* upstream.keepalive_ms: internal requests while holding */
 	struct sync_codes { int16_t timeout, not_enough_remote; } codes;
 };
 
@@ -209,10 +212,22 @@ int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len, struct codec_iov
 void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 		       const struct sockaddr *sa, int salen);
 void proxy_conn_close(struct proxy_conn *c, const char *reason);
-/** Stop reading, send what is owed to the client, then close. */
+/** Stop reading, send what is owed to the client, then close (at once when LINGERING). */
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
 /** Re-check backpressure marks after held bytes or buffers changed. */
 void proxy_conn_update_flow(struct proxy_conn *c);
+
+/* internal.c: syncgate's own requests on a client's upstream connection */
+/** Whether an internal request of `api_key` awaits its response on `c`. */
+bool proxy_internal_in_flight(const struct proxy_conn *c, int16_t api_key);
+/**
+ * Queue `frame` (size prefix included, correlation id -1) upstream behind an
+ * INTERNAL FIFO entry: its response is consumed, never sent. 0 or -1.
+ */
+int proxy_internal_send(struct proxy_conn *c, const uint8_t *frame, size_t len,
+			int16_t api_key, int16_t version);
+/** Start the keepalive timer (upstream.keepalive_ms, read at each tick). 0 or -1. */
+int proxy_keepalive_start(struct proxy_server *srv);
 
 /* fifo.c */
 struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind kind);

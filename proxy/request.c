@@ -100,24 +100,16 @@ static bool has_unknown_topic_id(struct proxy_conn *c, const struct codec_produc
  */
 static int learn_topic_ids_upstream(struct proxy_conn *c)
 {
-	struct proxy_entry *e;
-	TAILQ_FOREACH(e, &c->fifo, link)
-		if (e->kind == PROXY_ENTRY_INTERNAL && e->state == PROXY_ENTRY_IN_FLIGHT)
-			return 0;
+	if (proxy_internal_in_flight(c, CODEC_API_METADATA))
+		return 0;
 	/* size, header v2 (key 3, version 12, correlation id -1, client id
 	 * "syncgate", no tags), body (Topics null, AllowAutoTopicCreation
 	 * false, IncludeTopicAuthorizedOperations false, no tags) */
 	static const uint8_t frame[] = { 0, 0, 0, 23, 0, 3, 0, 12, 0xff, 0xff, 0xff, 0xff, 0, 8,
 					 's', 'y', 'n', 'c', 'g', 'a', 't', 'e', 0, 0, 0, 0, 0 };
-	e = proxy_entry_new(c, PROXY_ENTRY_INTERNAL);
-	if (!e)
-		return -1;
-	e->api_key = CODEC_API_METADATA;
-	e->api_version = e->client_version = 12;
-	e->correlation_id = -1; /* as in `frame`; never reaches a client */
 	LOG_D("topic_ids_learn", "conn=%llu reason=\"Produce names an unknown TopicId\"",
 	      (unsigned long long)c->id);
-	return evbuffer_add(bufferevent_get_output(c->upstream), frame, sizeof(frame));
+	return proxy_internal_send(c, frame, sizeof(frame), CODEC_API_METADATA, 12);
 }
 
 static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,

@@ -137,12 +137,15 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 	return changed;
 }
 
-/* A response to syncgate's own Metadata request: learn ids, send nothing. */
+/* A response to syncgate's own request (internal.c): a Metadata response
+ * teaches TopicIds, a keepalive's is dropped; nothing is sent. */
 static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 			      struct evbuffer *in, size_t len, size_t hdr_len)
 {
 	struct codec_iov iov[PROXY_MAX_IOV];
-	int niov = proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV);
+	int niov = e->api_key == CODEC_API_METADATA
+			   ? proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV)
+			   : -1;
 	if (niov >= 0)
 		learn_topic_ids(c, iov, niov, e->api_version);
 	evbuffer_drain(in, len + 4);
@@ -162,6 +165,12 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		LOG_W("response_unexpected", "conn=%llu peer=%s size=%zu",
 		      (unsigned long long)c->id, c->peer, len);
 		return -1;
+	}
+	if (!c->client) {
+		/* LINGERING: the client is gone, nobody reads this response */
+		evbuffer_drain(in, len + 4);
+		proxy_entry_free(c, e);
+		return 0;
 	}
 	if (e->kind == PROXY_ENTRY_SASL_RAW) {
 		respond_unchanged(c, e, in, len);

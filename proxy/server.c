@@ -13,6 +13,7 @@ static const char *const conn_state_names[PROXY_CONN_STATE_COUNT] = {
 	[PROXY_CONN_CONNECTING] = "connecting",
 	[PROXY_CONN_OPEN] = "open",
 	[PROXY_CONN_DRAINING] = "draining",
+	[PROXY_CONN_LINGERING] = "lingering",
 };
 
 const char *proxy_conn_state_str(enum proxy_conn_state s)
@@ -53,6 +54,7 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 	if (!srv->dns)
 		srv->dns = evdns_base_new(base, 0); /* no resolv.conf: IP literals still work */
 	if (!srv->topic_ids || !srv->dns || server_tls_load(srv, conf) < 0 ||
+	    proxy_keepalive_start(srv) < 0 ||
 	    proxy_listener_open(srv, conf->listen_kafka.host, conf->listen_kafka.port, -1,
 				conf->upstream_broker.host, conf->upstream_broker.port) < 0) {
 		proxy_server_free(srv);
@@ -76,6 +78,8 @@ void proxy_server_free(struct proxy_server *srv)
 	}
 	if (srv->shutdown_timer)
 		event_free(srv->shutdown_timer);
+	if (srv->keepalive_ev)
+		event_free(srv->keepalive_ev);
 	if (srv->dns)
 		evdns_base_free(srv->dns, 0);
 	SSL_CTX_free(srv->client_tls);
@@ -118,7 +122,7 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
 
 void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 {
-	if (srv->shutting_down && c->nfifo == 0 && c->state != PROXY_CONN_DRAINING)
+	if (srv->shutting_down && c->nfifo == 0 && c->client && c->state != PROXY_CONN_DRAINING)
 		proxy_conn_drain_close(c, "shutdown");
 }
 
