@@ -52,7 +52,7 @@ struct proxy_clamp {
 };
 
 static struct metric *m_held_now, *m_held_total, *m_records, *m_bytes, *m_clamped, *m_share,
-	*m_exempt;
+	*m_exempt, *m_fetches;
 
 static void clamp_metrics_init(void)
 {
@@ -77,6 +77,9 @@ static void clamp_metrics_init(void)
 	m_share = metric_get(METRIC_COUNTER, "syncgate_consumer_share_fetch_unclamped_total",
 			     "ShareFetch requests forwarded without the clamp (share groups are not "
 			     "clamped to the mirrored high watermark).", "", NULL, 0);
+	m_fetches = metric_get(METRIC_COUNTER, "syncgate_consumer_fetch_requests_total",
+			       "Consumer Fetch requests subject to the clamp to the mirrored high watermark.",
+			       "", NULL, 0);
 	m_exempt = metric_get(METRIC_COUNTER, "syncgate_consumer_exempt_requests_total",
 			      "Consumer requests not clamped because their client id is in "
 			      "consumers.exempt_client_ids.", "", NULL, 0);
@@ -186,6 +189,7 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 			free(k); /* a follower or a broker: never touched */
 			return 0;
 		}
+		metric_add(m_fetches, 1);
 		/* unreadable: still clamp (fail closed), without holding */
 		k->max_wait_ms = err == CODEC_OK && fi.max_wait_ms > 0 ? fi.max_wait_ms : 0;
 	} else if (key == CODEC_API_LIST_OFFSETS) {
@@ -220,7 +224,10 @@ static int clamp_hw_fn(void *ctx, const char *topic, const uint8_t *topic_id, in
 		*mhw = -1; /* a TopicId nobody told us about may be gated: fail closed */
 		return 1;
 	}
-	return mirror_gate_mirrored_hw(c->srv->gate, topic, partition, mhw);
+	int gated = mirror_gate_mirrored_hw(c->srv->gate, topic, partition, mhw);
+	LOG_D("consumer_clamp", "conn=%llu topic=%s partition=%d gated=%d mirrored_hw=%lld",
+	      (unsigned long long)c->id, topic, partition, gated, (long long)*mhw);
+	return gated;
 }
 
 /*
