@@ -144,7 +144,8 @@ enum codec_err codec_fetch_request_info(const struct codec_iov *iov, int niov, i
 			codec_read_i64(&r);                 /* FetchOffset */
 			if (version >= 12)
 				codec_read_i32(&r);         /* LastFetchedEpoch */
-			codec_read_i64(&r);                 /* LogStartOffset (v5+; v4 has none) */
+			if (version >= 5)
+				codec_read_i64(&r);         /* LogStartOffset */
 			codec_read_i32(&r);                 /* PartitionMaxBytes */
 			codec_read_tags(&r, NULL, NULL, NULL);
 			out->npartitions++;
