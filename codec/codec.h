@@ -269,6 +269,7 @@ enum codec_api_key {
 	CODEC_API_LIST_OFFSETS = 2,
 	CODEC_API_METADATA = 3,
 	CODEC_API_FIND_COORDINATOR = 10,
+	CODEC_API_OFFSET_FOR_LEADER_EPOCH = 23,
 	CODEC_API_SASL_HANDSHAKE = 17,
 	CODEC_API_API_VERSIONS = 18,
 	CODEC_API_SASL_AUTHENTICATE = 36,
@@ -693,6 +694,136 @@ enum codec_err codec_list_offsets_response_encode(const struct codec_list_offset
 						  int16_t version, struct codec_buf *out) CODEC_WUR;
 /** Release a decoded ListOffsets response. */
 void codec_list_offsets_response_free(struct codec_list_offsets_response *m);
+
+/* ------------------------------------------------------------------------ */
+/* Clamp to the mirrored high watermark (issue 14; KIP unified sourceHW,     */
+/* DESIGN.md §3 invariant 1b): codec/fetch_clamp.c, codec/offsets_clamp.c   */
+/* ------------------------------------------------------------------------ */
+
+/** One in-place rewrite of a body: replace `del` bytes at `off` with `ins`. */
+struct codec_edit {
+	size_t off;
+	size_t del;
+	uint8_t ins[8];
+	uint8_t ins_len;
+};
+
+/** Edits in increasing, non-overlapping order of `off`. Owned: codec_edits_free(). */
+struct codec_edits {
+	struct codec_edit *v;
+	size_t n, cap;
+	int64_t delta;                /* body length change: Σ (ins_len − del) */
+};
+
+/** Append an edit (ins_len ≤ 8; `off` after the previous edit's end). 0, or -1 (ENOMEM, order). */
+int codec_edits_add(struct codec_edits *e, size_t off, size_t del, const uint8_t *ins,
+		    size_t ins_len) CODEC_WUR;
+void codec_edits_free(struct codec_edits *e);
+
+/**
+ * Asked for each partition (without an error) of a response to clamp: return
+ * 0 when its topic is not clamped, 1 when it is, with *mirrored_hw the first
+ * offset not on every gating mirror, or -1 when unknown (nothing is known
+ * mirrored: clamp everything). `topic` is the name (NULL in Fetch v13+),
+ * `topic_id` the TopicId (NULL before Fetch v13). Both borrowed for the call.
+ */
+typedef int (*codec_clamp_fn)(void *ctx, const char *topic, const uint8_t *topic_id,
+			      int32_t partition, int64_t *mirrored_hw);
+
+/** What the clamp needs from a Fetch request (spec FetchRequest v4–v18). */
+struct codec_fetch_request_info {
+	int32_t replica_id;           /* v4–v14 field, v15+ ReplicaState.ReplicaId (tag 1); -1 consumer */
+	int32_t max_wait_ms;
+	int8_t isolation_level;       /* 0 read_uncommitted, 1 read_committed */
+	int32_t session_id;           /* v7+ */
+	int32_t session_epoch;        /* v7+ */
+	size_t npartitions;           /* partitions listed (incremental sessions list fewer) */
+};
+/** Walk a Fetch request body (after the header), v4–v18. */
+enum codec_err codec_fetch_request_info(const struct codec_iov *iov, int niov, int16_t version,
+					struct codec_fetch_request_info *out) CODEC_WUR;
+
+/** One clamped partition of a Fetch response. */
+struct codec_fetch_clamp_part {
+	size_t topic;                 /* index into the response's topics */
+	int32_t partition;
+	int64_t broker_hw;            /* HighWatermark as the broker sent it */
+	int64_t mirrored_hw;          /* -1 unknown */
+	int64_t wait_above;           /* last offset of the first batch left out, -1 none:
+				       * once the mirrored HW passes it, a new clamp gives records */
+	size_t kept_len;              /* record bytes kept (whole batches) */
+	size_t batches_kept, batches_dropped;
+	int64_t records_dropped, bytes_dropped;
+};
+
+/** Result of a Fetch clamp: edits and figures. Free with codec_fetch_clamp_free(). */
+struct codec_fetch_clamp {
+	struct codec_edits edits;     /* none: the response stays byte for byte */
+	char **topic_names;           /* v4–v12 */
+	uint8_t (*topic_ids)[16];     /* v13+ */
+	size_t ntopics;
+	struct codec_fetch_clamp_part *parts; /* clamped partitions (the callback said 1 and
+					       * the broker HW is above the mirrored HW) */
+	size_t nparts;
+	size_t batches_kept, batches_dropped;  /* over the clamped partitions */
+	size_t record_bytes_left;     /* record bytes in the clamped response, every partition */
+	int64_t records_dropped, bytes_dropped;
+};
+
+/**
+ * Clamp a Fetch response body (v4–v18) for a consumer: for every partition
+ * without an error that `fn` clamps, HighWatermark and LastStableOffset
+ * become at most the mirrored HW (the log start offset while it is unknown),
+ * and the record batches whose last offset is ≥ it are left out — whole
+ * batches from the first such one on, by editing the Records length prefix
+ * (int32; uvarint(len+1) when flexible) and cutting the tail. A batch cut
+ * short by the broker (the last one) is judged by its header when readable.
+ * No record byte is copied. Free `out` whatever the result.
+ */
+enum codec_err codec_fetch_response_clamp(const struct codec_iov *iov, int niov, int16_t version,
+					  codec_clamp_fn fn, void *fn_ctx,
+					  struct codec_fetch_clamp *out) CODEC_WUR;
+void codec_fetch_clamp_free(struct codec_fetch_clamp *c);
+
+/** Error code given while the mirrored HW is unknown (retriable; Kafka OFFSET_NOT_AVAILABLE). */
+#define CODEC_ERROR_OFFSET_NOT_AVAILABLE 78
+#define CODEC_ERROR_LEADER_NOT_AVAILABLE 5
+
+/** Figures of a ListOffsets / OffsetForLeaderEpoch clamp. */
+struct codec_offsets_clamp {
+	struct codec_edits edits;
+	size_t clamped;               /* partitions whose answer changed */
+};
+
+/**
+ * Clamp a ListOffsets response body (v1–v11) to the mirrored HW, given the
+ * decoded request (for each partition's query Timestamp): LATEST (-1),
+ * EARLIEST (-2), EARLIEST_LOCAL (-4), LATEST_TIERED (-5) answers above it
+ * become it; answers that point at a record (MAX_TIMESTAMP -3, by timestamp)
+ * at or past it become "none" (Offset -1, Timestamp -1, LeaderEpoch -1).
+ * While the mirrored HW is unknown: ErrorCode OFFSET_NOT_AVAILABLE (v5+) or
+ * LEADER_NOT_AVAILABLE, Offset and Timestamp -1 — both retriable.
+ * In-place edits only. Free out->edits whatever the result.
+ */
+enum codec_err codec_list_offsets_response_clamp(const struct codec_iov *iov, int niov,
+						 int16_t version,
+						 const struct codec_list_offsets_request *req,
+						 codec_clamp_fn fn, void *fn_ctx,
+						 struct codec_offsets_clamp *out) CODEC_WUR;
+
+/** ReplicaId of an OffsetForLeaderEpoch request body (v3+; -1 for v2, which has none). */
+int32_t codec_offset_for_leader_epoch_replica_id(const struct codec_iov *iov, int niov, int16_t version);
+
+/**
+ * Clamp an OffsetForLeaderEpoch response body (spec OffsetForLeaderEpochResponse
+ * v2–v4): EndOffset above the mirrored HW becomes it (the epoch is kept);
+ * unknown mirrored HW: ErrorCode OFFSET_NOT_AVAILABLE, EndOffset -1.
+ * In-place edits only. Free out->edits whatever the result.
+ */
+enum codec_err codec_offset_for_leader_epoch_response_clamp(const struct codec_iov *iov, int niov,
+							    int16_t version, codec_clamp_fn fn,
+							    void *fn_ctx,
+							    struct codec_offsets_clamp *out) CODEC_WUR;
 
 /* ------------------------------------------------------------------------ */
 /* Full decode/encode of the endpoint-carrying responses                    */

@@ -59,6 +59,12 @@ enum conf_v14 {
 	CONF_V14_NEVER,
 };
 
+/** Consumers' view of gated topics (config `consumers.clamp`, `mirrors[].consumers`). */
+enum conf_consumers {
+	CONF_CONSUMERS_CLAMP, /* Fetch/ListOffsets/OffsetForLeaderEpoch clamped to the mirrored HW */
+	CONF_CONSUMERS_PASS,  /* answered as the broker does (consumers may see unmirrored records) */
+};
+
 /** A `host:port` pair; host is owned by the enclosing conf. */
 struct conf_addr {
 	char *host;
@@ -97,6 +103,7 @@ struct conf_mirror {
 	size_t nsync_topics;
 	int sync_topic_demote_timeout_ms; /* default 30000 */
 	void *sync_topics_re;       /* compiled sync_topics (internal); use conf_mirror_sync_topic() */
+	enum conf_consumers consumers; /* whether its progress clamps consumers (default clamp) */
 };
 
 /** The whole configuration. Immutable once loaded. */
@@ -133,6 +140,11 @@ struct conf {
 
 	struct conf_mirror *mirrors;
 	size_t nmirrors;
+
+	enum conf_consumers consumers_clamp;  /* consumers.clamp, default clamp */
+	char **consumers_exempt_client_ids;   /* consumers.exempt_client_ids (anchored EREs) */
+	size_t nconsumers_exempt_client_ids;
+	void *consumers_exempt_re;            /* compiled; use conf_consumer_exempt() */
 
 	char *state_topic;          /* default "__syncgate_state" */
 	int state_replication_factor; /* default 3 */
@@ -198,6 +210,9 @@ void conf_errors_free(struct conf_errors *errs);
  */
 void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/** True when `client_id` matches consumers.exempt_client_ids (NULL never does). Any thread. */
+bool conf_consumer_exempt(const struct conf *c, const char *client_id);
 
 /** Mirror by name or NULL. Borrowed from `c`. */
 const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name);

@@ -307,8 +307,10 @@ static void set_regexes(struct loader *L, const struct conf_setting *s, yaml_nod
 	}
 	*(char ***)field(base, s) = pats;
 	*(size_t *)((char *)base + s->count_offset) = ok;
-	/* only mirrors have regex lists */
-	((struct conf_mirror *)base)->sync_topics_re = res;
+	if (strncmp(s->path, "mirrors[].", 10) == 0)
+		((struct conf_mirror *)base)->sync_topics_re = res;
+	else /* consumers.exempt_client_ids, the only top-level regex list */
+		((struct conf *)base)->consumers_exempt_re = res;
 }
 
 static void set_props(struct loader *L, const struct conf_setting *s, yaml_node_t *v, const char *dpath,
@@ -785,6 +787,14 @@ void conf_free(struct conf *c)
 	for (size_t i = 0; i < c->nmirrors; i++)
 		free_mirror(&c->mirrors[i]);
 	free(c->mirrors);
+	regex_t *cres = c->consumers_exempt_re;
+	for (size_t j = 0; j < c->nconsumers_exempt_client_ids; j++) {
+		free(c->consumers_exempt_client_ids[j]);
+		if (cres)
+			regfree(&cres[j]);
+	}
+	free(c->consumers_exempt_client_ids);
+	free(cres);
 	free(c->state_topic);
 	free(c->admin_listen.host);
 	free(c->admin_token_file);
@@ -804,6 +814,15 @@ bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
 	regex_t *res = m ? m->sync_topics_re : NULL;
 	for (size_t i = 0; res && topic && i < m->nsync_topics; i++)
 		if (regexec(&res[i], topic, 0, NULL, 0) == 0)
+			return true;
+	return false;
+}
+
+bool conf_consumer_exempt(const struct conf *c, const char *client_id)
+{
+	regex_t *res = c ? c->consumers_exempt_re : NULL;
+	for (size_t i = 0; res && client_id && i < c->nconsumers_exempt_client_ids; i++)
+		if (regexec(&res[i], client_id, 0, NULL, 0) == 0)
 			return true;
 	return false;
 }

@@ -200,6 +200,7 @@ static const char *const offsets_names[] = { "preserved", "mm2", NULL };
 static const char *const progress_names[] = { "poll", "tail", NULL };
 static const char *const acks1_names[] = { "pass", "gate", NULL };
 static const char *const v14_names[] = { "auto", "never", NULL };
+static const char *const consumers_names[] = { "clamp", "pass", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
 
 _Static_assert(sizeof(enum conf_mode) == sizeof(int), "enums are stored as int");
@@ -290,6 +291,20 @@ const struct conf_setting conf_settings[] = {
 	{ "gate.error_codes.not_enough_remote_replicas_after_append", CONF_T_INT16, C(code_not_enough_remote_replicas_after_append), 0, CONF_F_LIVE, 1, 32767, "191", NULL, NULL,
 	  "`NOT_ENOUGH_REMOTE_REPLICAS_AFTER_APPEND`: a mirror's ISR is below its min.insync.replicas." },
 
+	SEC("consumers", NONE, 0,
+	    "Consumers through syncgate (KIP unified high watermark, invariant 1b): Fetch, ListOffsets and "
+	    "OffsetForLeaderEpoch answers for a gated topic never reach past the mirrored high watermark "
+	    "(the minimum progress of the mirrors that gate the topic)."),
+	{ "consumers.clamp", CONF_T_ENUM, C(consumers_clamp), 0, CONF_F_LIVE, 0, 0, "clamp", consumers_names, NULL,
+	  "`clamp`: consumers see only records every gating mirror has (records past the mirrored high watermark "
+	  "are withheld, high watermarks and offsets clamped, an empty Fetch is held up to its `MaxWaitMs`). "
+	  "`pass`: answers pass as the broker gives them (consumers may read records not yet mirrored)." },
+	{ "consumers.exempt_client_ids", CONF_T_REGEXES, C(consumers_exempt_client_ids), C(nconsumers_exempt_client_ids), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
+	  "Client ids never clamped, POSIX extended regular expressions matched against the whole client id: "
+	  "mirror tools that read the source through syncgate (e.g. MirrorMaker 2's "
+	  "`.*MirrorSourceConnector.*`), or they could never catch up. A client whose id looks like MirrorMaker's "
+	  "and is not exempt is logged once (`consumer_clamp_mirror_reader`)." },
+
 	{ "mirrors", CONF_T_LIST, C(mirrors), C(nmirrors), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
 	  "The registered mirrors (destination clusters), a list; names must be unique. Empty or absent: "
 	  "syncgate only proxies. Mirrors may be added and removed by a reload." },
@@ -319,6 +334,9 @@ const struct conf_setting conf_settings[] = {
 	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
 	  "Topics whose desired type is SYNC while the state log has no entry for them: a list of POSIX extended "
 	  "regular expressions, each matched against the whole topic name." },
+	{ "mirrors[].consumers", CONF_T_ENUM, M(consumers), 0, CONF_F_LIVE, 0, 0, "clamp", consumers_names, NULL,
+	  "`clamp`: this mirror's progress limits what consumers through syncgate see of the topics it gates "
+	  "(with `consumers.clamp: clamp`). `pass`: it gates acks only." },
 	{ "mirrors[].sync_topic_demote_timeout_ms", CONF_T_INT, M(sync_topic_demote_timeout_ms), 0, CONF_F_LIVE, 1, 86400 * MS, "30000", NULL, NULL,
 	  "KIP `mirror.sync.topic.demote.timeout.ms`: how long a SYNC topic may fail to converge before it is demoted to ASYNC, milliseconds." },
 

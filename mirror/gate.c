@@ -508,6 +508,7 @@ static void tstate_settle(struct mirror_tstate *t)
 {
 	if (!tstate_gating(t))
 		tstate_release_waiters(t);
+	mirror_hw_progressed(t->link->gate, t->topic, -1); /* held Fetch responses (issue 14) */
 }
 
 /* Every (mirror, topic) of link `l`, or of every link when `l` is NULL. */
@@ -786,6 +787,7 @@ static void apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 		struct mirror_ref *top;
 		while ((top = mirror_heap_top(ps)) != NULL && top->offset < ps->progress)
 			ref_done(top, true, now);
+		mirror_hw_progressed(g, t->topic, r->partition); /* held Fetch responses (issue 14) */
 	}
 	/* Fast feedback (KIP "Produce-ack precondition" 2): ISR < MinISR fails
 	 * every part still waiting for this mirror here. */
@@ -1166,6 +1168,7 @@ void mirror_gate_free(struct mirror_gate *g)
 	mirror_statelog_stop(g->log); /* before the bridge it posts to */
 	g->log = NULL;
 	mirror_ops_free_all(g);       /* joins probe threads (they post to the bridge) */
+	mirror_hw_free(g);
 	/* Pending waits are freed without callback; detach them first. */
 	while (g->waits)
 		mirror_wait_cancel(g->waits);

@@ -141,6 +141,7 @@ struct mirror_gate {
 	char **unapplied;           /* records of mirrors not configured (yet): replayed, in
 				     * log order, when a reload adds the mirror */
 	size_t nunapplied;
+	struct mirror_hw *hw;       /* mirrored HW watches (mirrored_hw.c); NULL until used */
 };
 
 /* What a bridge message carries. */
@@ -242,6 +243,12 @@ void mirror_worker_stop(struct mirror_worker *w);
  * or `until_ms` passes. Loop thread; takes the worker mutex briefly. */
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
 			  int64_t need, int64_t until_ms);
+
+/* mirrored_hw.c: a partition's progress (partition -1: the topic's type)
+ * may have moved — fire the watches it satisfies (deferred). Free at gate free. */
+struct mirror_hw;
+void mirror_hw_progressed(struct mirror_gate *g, const char *topic, int32_t partition);
+void mirror_hw_free(struct mirror_gate *g);
 
 /* metrics.c */
 void mirror_label_escape(char *dst, size_t cap, const char *src);

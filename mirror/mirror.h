@@ -284,4 +284,42 @@ int mirror_gate_inject_record(struct mirror_gate *g, const char *json, int64_t o
 /** Forget an admin call (its HTTP connection closed): no callback. Loop thread. */
 void mirror_op_cancel(struct mirror_op *op);
 
+/* ------------------------------------------------------------------------ */
+/* Mirrored high watermark (issue 14; KIP "High Watermark Advancement",     */
+/* unified sourceHW; DESIGN.md §3 invariant 1b) — mirror/mirrored_hw.c      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The mirrored high watermark of (source topic, partition): the minimum
+ * progress (first offset not yet durable on the destination: `preserved`
+ * destination HW, `mm2` offset-syncs progress) over the mirrors that gate
+ * the topic now — effective SYNC and not released, or every mirror while
+ * the state log is not read yet (fail closed, as the gate) — and whose
+ * `mirrors[].consumers` is `clamp`. Returns 0 when no such mirror gates the
+ * topic (consumers are not clamped; *out = -1), 1 when gated: *out is the
+ * mirrored HW, or -1 when a gating mirror's progress is unknown (clamp
+ * everything). Not capped by the broker's HW: the caller takes the min.
+ * Loop thread.
+ */
+int mirror_gate_mirrored_hw(struct mirror_gate *g, const char *topic, int32_t partition,
+			    int64_t *out);
+
+/** Called once, on the loop thread, when a watch fires. */
+typedef void (*mirror_hw_cb)(void *arg);
+struct mirror_hw_watch;
+
+/**
+ * Call `cb(arg)` once, later on the loop thread (never from inside this
+ * call), when the mirrored HW of (topic, partition) passes `above` or the
+ * topic stops being gated. Asks the gating mirrors for prompt progress until
+ * `until_ms` (mirror_now_ms() time base), as a held Produce does. `topic` is
+ * copied. Returns NULL on ENOMEM. Cancel with mirror_hw_watch_cancel()
+ * unless it fired. Loop thread.
+ */
+struct mirror_hw_watch *mirror_gate_hw_watch(struct mirror_gate *g, const char *topic,
+					     int32_t partition, int64_t above, int64_t until_ms,
+					     mirror_hw_cb cb, void *arg);
+/** Forget a watch that has not fired yet (NULL is fine); `cb` is not called. Loop thread. */
+void mirror_hw_watch_cancel(struct mirror_hw_watch *w);
+
 #endif

@@ -35,6 +35,7 @@ struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind 
 void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e)
 {
 	proxy_hold_cancel(c, e);
+	proxy_clamp_free(e);
 	TAILQ_REMOVE(&c->fifo, e, link);
 	c->nfifo--;
 	if (e->produce) {

@@ -82,6 +82,8 @@ struct proxy_entry {
 	size_t nparts;
 	struct mirror_wait *wait;
 	size_t held_bytes;         /* response size counted against the hold caps */
+	struct proxy_clamp *clamp; /* consumer Fetch/ListOffsets/OffsetForLeaderEpoch: clamp to the
+				    * mirrored HW (clamp.c; HELD while a Fetch waits); owned */
 	/* READY */
 	struct evbuffer *out;      /* the response frame, size prefix included */
 };
@@ -255,6 +257,27 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
 /** Release the entry's wait without sending (connection closing). */
 void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e);
+
+/* clamp.c: consumers see only mirrored records (issue 14, invariant 1b) */
+/**
+ * A client request was framed (header `h`, `len` body bytes at the head of
+ * `in`, not consumed): decide whether its response is clamped — Fetch with
+ * ReplicaId < 0, ListOffsets and OffsetForLeaderEpoch of consumers, unless
+ * consumers.clamp is `pass` or the client id is exempt — and keep what the
+ * clamp needs in `e`. Returns 0, or -1 (out of memory; close).
+ */
+int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			size_t len, const struct codec_request_header *h);
+/**
+ * The response of an entry with a clamp: clamp it and make the entry READY
+ * (1), or HELD (1) when a Fetch has no record left and MaxWaitMs has not
+ * passed; 0 when nothing changes (the caller goes on: endpoints); -1 on a
+ * malformed response (close: never forward records not judged).
+ */
+int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			 size_t len, size_t hdr_len);
+/** Release an entry's clamp state (held frame, watches, timer). */
+void proxy_clamp_free(struct proxy_entry *e);
 
 /* rewrite.c */
 /** codec_endpoint_fn for this server's advertised addresses. */

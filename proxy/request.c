@@ -216,6 +216,8 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		codec_reader_init(&r, iov, niov);
 		e->sasl_mechanism = codec_read_str(&r, false);
 	}
+	if (proxy_clamp_request(c, e, in, len, &h) < 0)
+		return -1;
 	forward(c, in, len);
 	return 0;
 }

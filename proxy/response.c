@@ -196,6 +196,12 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		return 0;
 	}
 
+	if (e->clamp) {
+		/* consumers see only mirrored records (clamp.c) */
+		int rc = proxy_clamp_response(c, e, in, len, hdr_len);
+		if (rc != 0)
+			return rc < 0 ? -1 : 0;
+	}
 	int16_t key = e->api_key, version = e->api_version;
 	bool endpoints = codec_response_has_endpoints(key, version);
 	bool sasl_v0 = key == CODEC_API_SASL_HANDSHAKE && version == 0;

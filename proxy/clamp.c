@@ -1,0 +1,523 @@
+/*
+ * Consumers see only mirrored records (issue 14; KIP "High Watermark
+ * Advancement", the unified sourceHW; shared/DESIGN.md §3 invariant 1b).
+ *
+ * A consumer's Fetch (ReplicaId < 0: followers and brokers are never
+ * touched), ListOffsets and OffsetForLeaderEpoch response is clamped to the
+ * mirrored high watermark of each gated partition (mirror_gate_mirrored_hw):
+ * HighWatermark/LastStableOffset/offsets above it come down to it, record
+ * batches at or past it are left out whole. The frame is rebuilt by moving
+ * the broker's buffer segments around a few rewritten header fields
+ * (codec_edits): no record is copied or re-encoded.
+ *
+ * No busy loop: a Fetch response that clamping leaves without any record,
+ * while the request's MaxWaitMs has not elapsed, is HELD (within the held
+ * bytes caps; the FIFO keeps responses in order) until the mirrored HW
+ * passes the first withheld batch (mirror_gate_hw_watch) or MaxWaitMs
+ * passes; then it is clamped again — with the HW of that moment — and sent.
+ *
+ * Exempt (never clamped): consumers.clamp: pass, client ids matching
+ * consumers.exempt_client_ids (mirror tools reading the source), and mirrors
+ * with `consumers: pass` do not count. ShareFetch is not clamped (documented
+ * exception, counted). Loop thread.
+ */
+#include <regex.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+struct proxy_clamp;
+
+/* One mirrored-HW watch of a held Fetch response (the callback's argument). */
+struct clamp_watch {
+	struct proxy_clamp *k;
+	struct mirror_hw_watch *w;               /* NULL once fired or cancelled */
+};
+
+/* Clamp state of one consumer request; a Fetch response may be held. */
+struct proxy_clamp {
+	struct proxy_conn *c;
+	struct proxy_entry *e;
+	int16_t api_key;
+	int32_t max_wait_ms;                     /* Fetch */
+	struct codec_list_offsets_request *lo;   /* ListOffsets: the decoded request (may be NULL) */
+	/* HELD Fetch */
+	struct evbuffer *frame;                  /* the broker's frame, size prefix included */
+	size_t len, hdr_len;
+	struct clamp_watch *watches;             /* one per partition with withheld batches */
+	size_t nwatches;
+	struct event *timer;
+	size_t held_bytes;
+};
+
+static struct metric *m_held_now, *m_held_total, *m_records, *m_bytes, *m_clamped, *m_share,
+	*m_exempt, *m_fetches;
+
+static void clamp_metrics_init(void)
+{
+	if (m_held_now)
+		return;
+	m_held_now = metric_get(METRIC_GAUGE, "syncgate_consumer_fetches_held",
+				"Consumer Fetch responses held now: clamped to the mirrored high watermark "
+				"they had no record left, held until it moves or MaxWaitMs passes.", "", NULL, 0);
+	m_held_total = metric_get(METRIC_COUNTER, "syncgate_consumer_fetches_held_total",
+				  "Consumer Fetch responses held (see syncgate_consumer_fetches_held).", "",
+				  NULL, 0);
+	m_records = metric_get(METRIC_COUNTER, "syncgate_consumer_records_withheld_total",
+			       "Records left out of consumer Fetch responses because they were past the "
+			       "mirrored high watermark (counted per response; a record may be withheld "
+			       "from several).", "", NULL, 0);
+	m_bytes = metric_get(METRIC_COUNTER, "syncgate_consumer_bytes_withheld_total",
+			     "Record bytes left out of consumer Fetch responses (past the mirrored high "
+			     "watermark).", "", NULL, 0);
+	m_clamped = metric_get(METRIC_COUNTER, "syncgate_consumer_responses_clamped_total",
+			       "Consumer Fetch, ListOffsets and OffsetForLeaderEpoch responses changed by "
+			       "the clamp to the mirrored high watermark.", "", NULL, 0);
+	m_share = metric_get(METRIC_COUNTER, "syncgate_consumer_share_fetch_unclamped_total",
+			     "ShareFetch requests forwarded without the clamp (share groups are not "
+			     "clamped to the mirrored high watermark).", "", NULL, 0);
+	m_fetches = metric_get(METRIC_COUNTER, "syncgate_consumer_fetch_requests_total",
+			       "Consumer Fetch requests subject to the clamp to the mirrored high watermark.",
+			       "", NULL, 0);
+	m_exempt = metric_get(METRIC_COUNTER, "syncgate_consumer_exempt_requests_total",
+			      "Consumer requests not clamped because their client id is in "
+			      "consumers.exempt_client_ids.", "", NULL, 0);
+}
+
+/* Clamp distance (broker HW − mirrored HW) of the last clamped answer, per topic. */
+static void set_distance(const char *topic, int64_t broker_hw, int64_t mhw)
+{
+	if (!topic || broker_hw < 0)
+		return;
+	char t[300], labels[320];
+	metric_label_escape(t, sizeof(t), topic);
+	snprintf(labels, sizeof(labels), "topic=\"%s\"", t);
+	struct metric *m = metric_get(METRIC_GAUGE, "syncgate_consumer_clamp_distance_offsets",
+				      "Broker high watermark minus mirrored high watermark in the last "
+				      "clamped consumer Fetch of a partition of the topic (records a "
+				      "consumer cannot see yet).", labels, NULL, 0);
+	metric_set(m, (double)(mhw >= 0 && broker_hw > mhw ? broker_hw - mhw : (mhw < 0 ? broker_hw : 0)));
+}
+
+/* ---- which requests -------------------------------------------------- */
+
+/* Client ids that look like MirrorMaker 2 / Connect source tasks. */
+static bool looks_like_mirror_reader(const char *id)
+{
+	static regex_t re;
+	static int state; /* 0 not compiled, 1 ok, -1 failed */
+	if (state == 0)
+		state = regcomp(&re, "mirror.?maker|MirrorSourceConnector|connector-consumer-Mirror",
+				REG_EXTENDED | REG_ICASE | REG_NOSUB) == 0 ? 1 : -1;
+	return state == 1 && regexec(&re, id, 0, NULL, 0) == 0;
+}
+
+/* Warn once per client id (a bounded set of ids is remembered). */
+static void warn_mirror_reader(struct proxy_conn *c, const char *id)
+{
+	static char *seen[64];
+	static size_t nseen;
+	for (size_t i = 0; i < nseen; i++)
+		if (!strcmp(seen[i], id))
+			return;
+	if (nseen < sizeof(seen) / sizeof(seen[0]))
+		seen[nseen++] = strdup(id);
+	LOG_W("consumer_clamp_mirror_reader", "conn=%llu peer=%s client_id=\"%s\" reason=\"this client "
+	      "looks like a mirror tool (MirrorMaker 2) reading the source through syncgate; its "
+	      "fetches are clamped to what the mirrors already have, so it may never catch up: add "
+	      "its client id to consumers.exempt_client_ids\"", (unsigned long long)c->id, c->peer, id);
+}
+
+/* Whether a request of this client is clamped at all. */
+static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, int niov,
+			   const struct codec_request_header *h)
+{
+	const struct conf *cf = c->srv->conf;
+	if (cf->consumers_clamp != CONF_CONSUMERS_CLAMP || cf->nmirrors == 0)
+		return false;
+	if (h->client_id.len <= 0)
+		return true;
+	char id[256];
+	size_t n = (size_t)h->client_id.len < sizeof(id) - 1 ? (size_t)h->client_id.len : sizeof(id) - 1;
+	struct codec_reader r;
+	codec_reader_init(&r, iov, niov);
+	codec_reader_seek(&r, h->client_id.off);
+	codec_read_raw(&r, id, n);
+	id[n] = '\0';
+	if (conf_consumer_exempt(cf, id)) {
+		metric_add(m_exempt, 1);
+		return false;
+	}
+	if (looks_like_mirror_reader(id))
+		warn_mirror_reader(c, id);
+	return true;
+}
+
+int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			size_t len, const struct codec_request_header *h)
+{
+	clamp_metrics_init();
+	int16_t key = h->api_key, version = h->api_version;
+	if (key != CODEC_API_FETCH && key != CODEC_API_LIST_OFFSETS &&
+	    key != CODEC_API_OFFSET_FOR_LEADER_EPOCH && key != CODEC_API_SHARE_FETCH)
+		return 0;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 4, len, iov, PROXY_MAX_IOV);
+	if (niov < 0)
+		return -1;
+	if (!client_clamped(c, iov, niov, h))
+		return 0;
+	if (key == CODEC_API_SHARE_FETCH) {
+		metric_add(m_share, 1);
+		return 0;
+	}
+	struct codec_iov body[PROXY_MAX_IOV];
+	int nbody = codec_iov_skip(iov, niov, h->len, body, PROXY_MAX_IOV);
+	if (nbody < 0)
+		return -1;
+	struct proxy_clamp *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -1;
+	k->c = c;
+	k->e = e;
+	k->api_key = key;
+	if (key == CODEC_API_FETCH) {
+		struct codec_fetch_request_info fi;
+		enum codec_err err = codec_fetch_request_info(body, nbody, version, &fi);
+		if (err == CODEC_OK && fi.replica_id >= 0) {
+			free(k); /* a follower or a broker: never touched */
+			return 0;
+		}
+		metric_add(m_fetches, 1);
+		/* unreadable: still clamp (fail closed), without holding */
+		k->max_wait_ms = err == CODEC_OK && fi.max_wait_ms > 0 ? fi.max_wait_ms : 0;
+	} else if (key == CODEC_API_LIST_OFFSETS) {
+		k->lo = calloc(1, sizeof(*k->lo));
+		if (k->lo && codec_list_offsets_request_decode(body, nbody, version, k->lo) != CODEC_OK) {
+			codec_list_offsets_request_free(k->lo);
+			free(k->lo);
+			k->lo = NULL; /* answers are clamped as "latest" queries */
+		} else if (k->lo && k->lo->replica_id >= 0) {
+			codec_list_offsets_request_free(k->lo);
+			free(k->lo);
+			free(k);
+			return 0;
+		}
+	} else if (codec_offset_for_leader_epoch_replica_id(body, nbody, version) >= 0) {
+		free(k);
+		return 0;
+	}
+	e->clamp = k;
+	return 0;
+}
+
+/* ---- the clamp ---------------------------------------------------------- */
+
+static int clamp_hw_fn(void *ctx, const char *topic, const uint8_t *topic_id, int32_t partition,
+		       int64_t *mhw)
+{
+	struct proxy_conn *c = ctx;
+	if (!topic && topic_id)
+		topic = proxy_topic_ids_name(c->srv->topic_ids, topic_id);
+	if (!topic) {
+		*mhw = -1; /* a TopicId nobody told us about may be gated: fail closed */
+		return 1;
+	}
+	int gated = mirror_gate_mirrored_hw(c->srv->gate, topic, partition, mhw);
+	LOG_D("consumer_clamp", "conn=%llu topic=%s partition=%d gated=%d mirrored_hw=%lld",
+	      (unsigned long long)c->id, topic, partition, gated, (long long)*mhw);
+	return gated;
+}
+
+/*
+ * Build the clamped frame: `src` holds the whole frame (size prefix
+ * included, `len` body+header bytes, header `hdr_len`); the edits (body
+ * offsets) and an optional splice `s` after them are applied while the
+ * other bytes move from `src` to the new buffer. `src` loses the frame.
+ */
+static struct evbuffer *rebuild(struct evbuffer *src, size_t len, size_t hdr_len,
+				const struct codec_edits *ed, const struct codec_splice *s)
+{
+	struct evbuffer *out = evbuffer_new();
+	if (!out)
+		return NULL;
+	int64_t new_len = (int64_t)len + ed->delta;
+	if (s && s->changed)
+		new_len += (int64_t)s->ins.len - (int64_t)s->del;
+	uint8_t size[4] = { (uint8_t)(new_len >> 24), (uint8_t)(new_len >> 16), (uint8_t)(new_len >> 8),
+			    (uint8_t)new_len };
+	evbuffer_add(out, size, 4);
+	evbuffer_drain(src, 4);
+	size_t body = hdr_len, pos = 0; /* pos: frame bytes (after the prefix) consumed */
+	for (size_t i = 0; i <= ed->n; i++) {
+		size_t off, del;
+		const uint8_t *ins;
+		size_t ins_len;
+		if (i < ed->n) {
+			off = body + ed->v[i].off;
+			del = ed->v[i].del;
+			ins = ed->v[i].ins;
+			ins_len = ed->v[i].ins_len;
+		} else if (s && s->changed) {
+			off = body + s->off;
+			del = s->del;
+			ins = s->ins.data;
+			ins_len = s->ins.len;
+		} else {
+			break;
+		}
+		evbuffer_remove_buffer(src, out, off - pos);
+		evbuffer_drain(src, del);
+		if (ins_len)
+			evbuffer_add(out, ins, ins_len);
+		pos = off + del;
+	}
+	evbuffer_remove_buffer(src, out, len - pos);
+	return out;
+}
+
+/* Fetch v16+: broker addresses in NodeEndpoints, rewritten as response.c does. */
+static enum codec_err endpoints_splice(struct proxy_conn *c, int16_t version,
+				       const struct codec_iov *iov, int niov, struct codec_splice *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!codec_response_has_endpoints(CODEC_API_FETCH, version))
+		return CODEC_OK;
+	return codec_response_rewrite_endpoints(CODEC_API_FETCH, version, iov, niov,
+						proxy_advertise_endpoint, c->srv, s);
+}
+
+static void count_clamp(const struct codec_fetch_clamp *fc, struct proxy_conn *c)
+{
+	metric_add(m_records, (double)fc->records_dropped);
+	metric_add(m_bytes, (double)fc->bytes_dropped);
+	for (size_t i = 0; i < fc->nparts; i++) {
+		const struct codec_fetch_clamp_part *p = &fc->parts[i];
+		const char *name = fc->topic_names[p->topic];
+		if (!name)
+			name = proxy_topic_ids_name(c->srv->topic_ids, fc->topic_ids[p->topic]);
+		set_distance(name, p->broker_hw, p->mirrored_hw);
+	}
+}
+
+static void held_release_bytes(struct proxy_clamp *k)
+{
+	if (!k->held_bytes)
+		return;
+	k->c->held_bytes -= k->held_bytes;
+	k->c->srv->held_bytes -= k->held_bytes;
+	metric_add(m_held_now, -1);
+	k->held_bytes = 0;
+}
+
+static void held_stop(struct proxy_clamp *k)
+{
+	for (size_t i = 0; i < k->nwatches; i++)
+		mirror_hw_watch_cancel(k->watches[i].w);
+	free(k->watches);
+	k->watches = NULL;
+	k->nwatches = 0;
+	if (k->timer) {
+		event_free(k->timer);
+		k->timer = NULL;
+	}
+	held_release_bytes(k);
+}
+
+/* Clamp the held frame again, with the mirrored HW of now, and send it. */
+static void held_release(struct proxy_clamp *k)
+{
+	struct proxy_conn *c = k->c;
+	struct proxy_entry *e = k->e;
+	held_stop(k);
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(k->frame, 4 + k->hdr_len, k->len - k->hdr_len, iov, PROXY_MAX_IOV);
+	struct codec_fetch_clamp fc;
+	struct codec_splice s = { 0 };
+	enum codec_err err = niov < 0 ? CODEC_ERR_BAD_MSG
+				      : codec_fetch_response_clamp(iov, niov, e->api_version, clamp_hw_fn, c, &fc);
+	if (err == CODEC_OK)
+		err = endpoints_splice(c, e->api_version, iov, niov, &s);
+	if (err == CODEC_OK) {
+		count_clamp(&fc, c);
+		e->out = rebuild(k->frame, k->len, k->hdr_len, &fc.edits, &s);
+		metric_add(m_clamped, 1);
+	}
+	codec_fetch_clamp_free(&fc);
+	codec_buf_free(&s.ins);
+	evbuffer_free(k->frame);
+	k->frame = NULL;
+	if (err != CODEC_OK || !e->out) {
+		proxy_conn_close(c, "could not clamp a held Fetch response");
+		return;
+	}
+	e->state = PROXY_ENTRY_READY;
+	proxy_fifo_flush(c);
+	proxy_server_resume_paused(c->srv);
+	proxy_conn_update_flow(c);
+}
+
+static void held_watch_cb(void *arg)
+{
+	struct clamp_watch *cw = arg;
+	cw->w = NULL; /* fired: already freed by the gate; held_stop() cancels the others */
+	held_release(cw->k);
+}
+
+static void held_timer_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	held_release(arg);
+}
+
+/*
+ * Hold the Fetch response (moved from `in`) until a watched partition's
+ * mirrored HW passes its first withheld batch, or `deadline_ms`. Returns 1
+ * when held, 0 when it cannot be (caps, memory): the caller sends it now.
+ */
+static int held_start(struct proxy_conn *c, struct proxy_clamp *k, struct evbuffer *in, size_t len,
+		      size_t hdr_len, const struct codec_fetch_clamp *fc, int64_t deadline_ms)
+{
+	const struct conf *cf = c->srv->conf;
+	size_t cost = len + 4 + sizeof(*k) + fc->nparts * sizeof(*k->watches);
+	if (c->held_bytes + cost > (size_t)cf->max_held_bytes_per_connection ||
+	    c->srv->held_bytes + cost > (size_t)cf->max_held_bytes)
+		return 0;
+	k->watches = calloc(fc->nparts ? fc->nparts : 1, sizeof(*k->watches));
+	k->frame = evbuffer_new();
+	k->timer = evtimer_new(c->srv->base, held_timer_cb, k);
+	if (!k->watches || !k->frame || !k->timer)
+		goto fail;
+	int64_t now = mirror_now_ms();
+	for (size_t i = 0; i < fc->nparts; i++) {
+		const struct codec_fetch_clamp_part *p = &fc->parts[i];
+		if (p->batches_dropped == 0 && p->bytes_dropped == 0)
+			continue;
+		const char *name = fc->topic_names[p->topic];
+		if (!name)
+			name = proxy_topic_ids_name(c->srv->topic_ids, fc->topic_ids[p->topic]);
+		if (!name)
+			continue; /* unknown TopicId: the deadline releases it */
+		struct clamp_watch *cw = &k->watches[k->nwatches];
+		cw->k = k;
+		cw->w = mirror_gate_hw_watch(c->srv->gate, name, p->partition, p->wait_above,
+					     deadline_ms, held_watch_cb, cw);
+		if (!cw->w)
+			goto fail;
+		k->nwatches++;
+	}
+	int64_t d = deadline_ms - now;
+	struct timeval tv = { d / 1000, (d % 1000) * 1000 };
+	evtimer_add(k->timer, &tv);
+	evbuffer_remove_buffer(in, k->frame, len + 4);
+	k->len = len;
+	k->hdr_len = hdr_len;
+	k->held_bytes = cost;
+	c->held_bytes += cost;
+	c->srv->held_bytes += cost;
+	metric_add(m_held_now, 1);
+	metric_add(m_held_total, 1);
+	k->e->state = PROXY_ENTRY_HELD;
+	return 1;
+fail:
+	held_stop(k);
+	if (k->frame)
+		evbuffer_free(k->frame);
+	k->frame = NULL;
+	return 0;
+}
+
+static int clamp_fetch(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
+		       size_t hdr_len, const struct codec_iov *iov, int niov)
+{
+	struct proxy_clamp *k = e->clamp;
+	struct codec_fetch_clamp fc;
+	enum codec_err err = codec_fetch_response_clamp(iov, niov, e->api_version, clamp_hw_fn, c, &fc);
+	if (err != CODEC_OK) {
+		/* never forward records we could not judge */
+		LOG_W("response_malformed", "conn=%llu api=Fetch version=%d error=%s reason=\"clamp\"",
+		      (unsigned long long)c->id, e->api_version, codec_err_str(err));
+		codec_fetch_clamp_free(&fc);
+		return -1;
+	}
+	if (fc.edits.n == 0) {
+		codec_fetch_clamp_free(&fc);
+		return 0; /* nothing past the mirrored HW: the usual path (endpoints) */
+	}
+	int64_t deadline = e->arrival_ms + k->max_wait_ms;
+	if (fc.record_bytes_left == 0 && fc.bytes_dropped > 0 && mirror_now_ms() < deadline &&
+	    held_start(c, k, in, len, hdr_len, &fc, deadline)) {
+		count_clamp(&fc, c);
+		codec_fetch_clamp_free(&fc);
+		return 1;
+	}
+	struct codec_splice s;
+	err = endpoints_splice(c, e->api_version, iov, niov, &s);
+	if (err == CODEC_OK) {
+		count_clamp(&fc, c);
+		e->out = rebuild(in, len, hdr_len, &fc.edits, &s);
+		metric_add(m_clamped, 1);
+	}
+	codec_fetch_clamp_free(&fc);
+	codec_buf_free(&s.ins);
+	if (err != CODEC_OK || !e->out)
+		return -1;
+	e->state = PROXY_ENTRY_READY;
+	proxy_fifo_flush(c);
+	return 1;
+}
+
+int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			 size_t len, size_t hdr_len)
+{
+	struct proxy_clamp *k = e->clamp;
+	if (!k)
+		return 0;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV);
+	if (niov < 0)
+		return -1;
+	if (k->api_key == CODEC_API_FETCH)
+		return clamp_fetch(c, e, in, len, hdr_len, iov, niov);
+	struct codec_offsets_clamp oc;
+	enum codec_err err = k->api_key == CODEC_API_LIST_OFFSETS
+		? codec_list_offsets_response_clamp(iov, niov, e->api_version, k->lo, clamp_hw_fn, c, &oc)
+		: codec_offset_for_leader_epoch_response_clamp(iov, niov, e->api_version, clamp_hw_fn, c, &oc);
+	if (err != CODEC_OK) {
+		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s reason=\"clamp\"",
+		      (unsigned long long)c->id, codec_api_name(k->api_key), e->api_version,
+		      codec_err_str(err));
+		codec_edits_free(&oc.edits);
+		return -1;
+	}
+	if (oc.edits.n == 0) {
+		codec_edits_free(&oc.edits);
+		return 0;
+	}
+	e->out = rebuild(in, len, hdr_len, &oc.edits, NULL);
+	codec_edits_free(&oc.edits);
+	if (!e->out)
+		return -1;
+	metric_add(m_clamped, 1);
+	e->state = PROXY_ENTRY_READY;
+	proxy_fifo_flush(c);
+	return 1;
+}
+
+void proxy_clamp_free(struct proxy_entry *e)
+{
+	struct proxy_clamp *k = e->clamp;
+	if (!k)
+		return;
+	held_stop(k);
+	if (k->frame)
+		evbuffer_free(k->frame);
+	if (k->lo) {
+		codec_list_offsets_request_free(k->lo);
+		free(k->lo);
+	}
+	free(k);
+	e->clamp = NULL;
+}
