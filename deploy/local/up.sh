@@ -9,7 +9,8 @@
 #   kcat producing to topic "orders" (acks=all) through syncgate
 #
 # Then a short guided demo (acks, a held produce while the mirror is paused
-# failing at its timeout, acks after resume, every ack on the destination)
+# failing at its timeout, a consumer through syncgate that does not see the
+# unmirrored record, acks after resume, every ack on the destination)
 # and how to use the sandbox. Stop with deploy/local/down.sh.
 # Everything lives in $SG_RUN_DIR (default /tmp/syncgate-sandbox): cluster data,
 # logs (logs/), the generated syncgate config (syncgate.yaml), sandbox.env.
@@ -244,6 +245,13 @@ else
   echo "    kcat exit $rc after ${held_ms} ms: ${err_line:+error 20 NOT_ENOUGH_REPLICAS_AFTER_APPEND — kcat (librdkafka) negotiates Produce < v14, so syncgate down-maps MIRROR_SYNC_REPLICATION_TIMEOUT to it}"
   echo "    syncgate log: $(grep -m1 'produce_partition_failed' "$SG_RUN_DIR/logs/syncgate.log" | cut -d' ' -f3- || true)"
   echo "    gate outcomes so far: timeout=$({ curl -fsS "http://$SG_ADMIN/metrics" || true; } | awk '/^syncgate_gate_partition_outcomes_total\{outcome="timeout"\}/ {print $2}')"
+  # consumers through syncgate see only mirrored records (the KIP's unified HW)
+  last() { kcat -C -b "$1" -t "$TOPIC" -p 0 -o beginning -e -q -f '%o\n' 2>/dev/null | tail -1; }
+  via_sg="$(last "$produce_to")"; direct="$(last "$SG_SOURCE_BOOTSTRAP")"
+  echo "    a consumer reading $TOPIC[0] through syncgate ends at offset ${via_sg:-none}; straight from the source broker at ${direct:-none}"
+  echo "    (offset 5 is on the source but not on the destination: syncgate clamps Fetch to the mirrored high watermark)"
+  result consumer_last_via_syncgate "${via_sg:--1}"; result consumer_last_direct "${direct:--1}"
+  { [ "${via_sg:--1}" = 4 ] && [ "${direct:--1}" = 5 ]; } || demo_ok=0
   result held_seen "$held"; result held_rc "$rc"; result held_ms "$held_ms"
   result held_error "$([ -n "$err_line" ] && echo NOT_ENOUGH_REPLICAS_AFTER_APPEND || echo none)"
   { [ "$held" -ge 1 ] && [ "$rc" != 0 ] && [ -n "$err_line" ] && [ "$held_ms" -ge 3000 ]; } || demo_ok=0
@@ -256,7 +264,11 @@ else
   ack_ms=$(ms_since "$t"); s_hw=$(hw "$SG_SOURCE_BOOTSTRAP"); d_hw=$(hw "$SG_DEST_BOOTSTRAP")
   echo "    kcat exit $rc: 5 records acknowledged in ${ack_ms} ms"
   echo "    right after the acks: source high watermark $s_hw, destination high watermark $d_hw"
+  via_sg="$(last "$produce_to")"
+  echo "    the consumer through syncgate now ends at offset ${via_sg:-none} (everything is on the destination)"
   result step3_rc "$rc"; result step3_source_hw "$s_hw"; result step3_dest_hw "$d_hw"
+  result step3_consumer_last_via_syncgate "${via_sg:--1}"
+  [ "${via_sg:--1}" = $((s_hw - 1)) ] || demo_ok=0
   [ "$rc" = 0 ] && [ -n "$d_hw" ] && [ "$d_hw" -ge "$s_hw" ] || demo_ok=0
 
   # step 4: every acknowledged record is on the destination, at the same offset

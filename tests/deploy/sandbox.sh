@@ -49,6 +49,11 @@ else
   [ "$(get step3_rc)" = 0 ] || fail "produce after resume was not acknowledged"
   [ -n "$(get step3_dest_hw)" ] && [ "$(get step3_dest_hw)" -ge "$(get step3_source_hw)" ] \
     || fail "acked before the destination had it (after resume)"
+  # 2b: a consumer through syncgate stops at the mirrored HW (4), directly at 5
+  [ "$(get consumer_last_via_syncgate)" = 4 ] && [ "$(get consumer_last_direct)" = 5 ] \
+    || fail "consumer through syncgate ended at $(get consumer_last_via_syncgate) (want 4; direct $(get consumer_last_direct))"
+  [ "$(get step3_consumer_last_via_syncgate)" = "$(( $(get step3_source_hw) - 1 ))" ] \
+    || fail "after resume the consumer through syncgate ended at $(get step3_consumer_last_via_syncgate)"
   # 4: same records at the same offsets on both sides; nothing left held
   [ "$(get records_identical)" = 1 ] || fail "source and destination records differ"
   [ "$(get held_responses_end)" = 0 ] || fail "syncgate still holds $(get held_responses_end) responses"
