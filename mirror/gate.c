@@ -38,18 +38,6 @@ const char *mirror_outcome_str(enum mirror_outcome o)
 	return (unsigned)o < MIRROR_OUTCOME_COUNT ? s[o] : "?";
 }
 
-const char *mirror_type_str(enum mirror_type t)
-{
-	return t == MIRROR_SYNC ? "SYNC" : t == MIRROR_ASYNC ? "ASYNC" : "?";
-}
-
-int64_t mirror_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ------------------------------------------------------------------------ */
 /* Topic and partition state                                                */
 /* ------------------------------------------------------------------------ */

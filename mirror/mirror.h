@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 struct event_base;
 struct conf;
@@ -104,7 +105,12 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 void mirror_wait_cancel(struct mirror_wait *w);
 
 /** Monotonic clock in ms, the gate's time base. Any thread. */
-int64_t mirror_now_ms(void);
+static inline int64_t mirror_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* ------------------------------------------------------------------------ */
 /* Additions by the mirror module (not in the lead's first contract)        */
