@@ -90,7 +90,7 @@ struct mirror_worker {
 	bool list_now;                   /* a demanded topic is unknown: list soon */
 };
 
-/* worker.c */
+/* wtopic.c: the worker's topic table; reports to the loop (bridge) */
 void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error);
