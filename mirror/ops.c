@@ -163,7 +163,7 @@ static const char *item_result(struct mirror_op *op, struct op_item *it, int64_t
 			 "%sreleased by source - recovery promotion pending lag drain", added);
 		return "PENDING_LAG";
 	}
-	int64_t lag = mirror_tstate_lag(t);
+	int64_t lag = mirror_tstate_lag(t, MIRROR_LAG_CURRENT, NULL);
 	if (lag == 0 && now < it->applied_ms + OP_PROMOTE_WAIT_MS)
 		return NULL; /* the decider promotes shortly */
 	if (lag >= 0)
@@ -508,6 +508,25 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
 	return op;
 }
 
+struct release_ctx {
+	struct mirror_op *op;
+	const regex_t *re;          /* --topics, or NULL: every topic */
+};
+
+/* Add (mirror, topic) to a --release-sync when it is SYNC and matches. */
+static void release_collect(struct mirror_tstate *t, void *arg)
+{
+	struct release_ctx *c = arg;
+	if (c->op->answered)
+		return; /* out of memory on an earlier topic */
+	if (t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
+		return;
+	if (c->re && regexec(c->re, t->topic, 0, NULL, 0) != 0)
+		return;
+	if (op_add_item(c->op, t->link->name, t->topic) != 0)
+		op_error(c->op, 500, "out of memory");
+}
+
 struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
 				      mirror_op_cb cb, void *arg)
 {
@@ -541,17 +560,8 @@ struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror,
 		}
 		have_re = true;
 	}
-	for (size_t b = 0; b < l->nbuckets; b++)
-		for (struct mirror_tstate *t = l->buckets[b]; t; t = t->next) {
-			if (t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
-				continue;
-			if (have_re && regexec(&re, t->topic, 0, NULL, 0) != 0)
-				continue;
-			if (op_add_item(op, l->name, t->topic) != 0) {
-				op_error(op, 500, "out of memory");
-				break;
-			}
-		}
+	struct release_ctx c = {.op = op, .re = have_re ? &re : NULL};
+	mirror_each_topic(NULL, l, release_collect, &c);
 	if (have_re)
 		regfree(&re);
 	if (op->answered)
