@@ -25,7 +25,7 @@ static void topic_info(struct mirror_link *l, const char *topic, const struct mi
 		       struct mirror_topic_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->desired = t ? t->ls.desired : mirror_regex_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC;
+	out->desired = t ? t->ls.desired : conf_topic_regexes_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC;
 	out->effective = t ? t->ls.effective : MIRROR_ASYNC;
 	out->released = t && t->ls.released;
 	out->recovery_pending = t && t->ls.recovery_pending;

@@ -92,7 +92,7 @@ struct mirror_link {
 	char *name;
 	uint64_t id;                /* unique per worker instance: stale reports are dropped */
 	const struct conf_mirror *cm; /* borrowed from g->conf */
-	regex_t *re;
+	regex_t *re;                /* sync_topics compiled (conf_mirror_sync_topics_compile) */
 	size_t nre;
 	struct mirror_tstate **buckets;
 	size_t nbuckets, ntopics;
@@ -281,10 +281,6 @@ void mirror_ops_state_changed(struct mirror_gate *g);
 void mirror_ops_probe_done(struct mirror_gate *g, struct mirror_probe *p);
 void mirror_ops_free_all(struct mirror_gate *g);
 
-/* topics.c */
-int mirror_regex_compile(const struct conf_mirror *cm, regex_t **out, size_t *nout);
-void mirror_regex_free(regex_t *re, size_t n);
-bool mirror_regex_match(const regex_t *re, size_t n, const char *topic);
 
 /* worker.c */
 struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct conf_mirror *cm,

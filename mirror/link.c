@@ -23,7 +23,7 @@ struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mir
 	l->gate = g;
 	l->cm = cm;
 	l->id = ++g->next_id;
-	if (mirror_regex_compile(cm, &l->re, &l->nre) != 0) {
+	if (conf_mirror_sync_topics_compile(cm, &l->re, &l->nre) != 0) {
 		free(l->name);
 		free(l);
 		return NULL;
@@ -61,44 +61,16 @@ void mirror_link_free(struct mirror_link *l)
 		mirror_worker_stop(l->worker);
 	mirror_each_topic(NULL, l, topic_free, NULL);
 	free(l->buckets);
-	mirror_regex_free(l->re, l->nre);
+	conf_topic_regexes_free(l->re, l->nre);
 	free(l->name);
 	free(l);
-}
-
-static bool str_eq(const char *a, const char *b)
-{
-	return a == b || (a && b && strcmp(a, b) == 0);
-}
-
-/* Whether the worker of `a` (under conf ca) must restart to serve `b` (cb). */
-static bool worker_changed(const struct conf *ca, const struct conf_mirror *a,
-			   const struct conf *cb, const struct conf_mirror *b)
-{
-	if (!str_eq(a->bootstrap, b->bootstrap) || !str_eq(a->topic_name, b->topic_name) ||
-	    a->offsets != b->offsets || a->progress != b->progress ||
-	    a->poll_interval_ms != b->poll_interval_ms ||
-	    !str_eq(a->mm2_offset_syncs_topic, b->mm2_offset_syncs_topic) ||
-	    a->nprops != b->nprops || a->nsync_topics != b->nsync_topics)
-		return true;
-	for (size_t i = 0; i < a->nprops; i++)
-		if (!str_eq(a->props[i].name, b->props[i].name) || !str_eq(a->props[i].value, b->props[i].value))
-			return true;
-	for (size_t i = 0; i < a->nsync_topics; i++)
-		if (!str_eq(a->sync_topics[i], b->sync_topics[i]))
-			return true;
-	const struct conf_tls *ta = &ca->upstream_tls, *tb = &cb->upstream_tls;
-	return !str_eq(ca->upstream_broker.host, cb->upstream_broker.host) ||
-	       ca->upstream_broker.port != cb->upstream_broker.port || ta->enabled != tb->enabled ||
-	       !str_eq(ta->ca, tb->ca) || !str_eq(ta->cert, tb->cert) || !str_eq(ta->key, tb->key) ||
-	       ta->verify_hostname != tb->verify_hostname;
 }
 
 /* A kept link's topic under the reloaded config (`arg`: the worker restarts). */
 static void topic_reconfigured(struct mirror_tstate *t, void *arg)
 {
 	struct mirror_link *l = t->link;
-	mirror_tstate_set_desired(t, mirror_regex_match(l->re, l->nre, t->topic) ? MIRROR_SYNC : MIRROR_ASYNC);
+	mirror_tstate_set_desired(t, conf_topic_regexes_match(l->re, l->nre, t->topic) ? MIRROR_SYNC : MIRROR_ASYNC);
 	if (*(const bool *)arg)
 		for (int32_t p = 0; p < t->nparts_alloc; p++)
 			if (t->parts[p]) /* new destination view: progress unknown again */
@@ -118,7 +90,7 @@ int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf)
 		const struct conf_mirror *cm = &conf->mirrors[i];
 		struct mirror_link *old = mirror_link_find(g, cm->name);
 		if (old) {
-			if (mirror_regex_compile(cm, &res[i], &nres[i]) != 0)
+			if (conf_mirror_sync_topics_compile(cm, &res[i], &nres[i]) != 0)
 				goto fail;
 			links[i] = old;
 		} else if ((links[i] = mirror_link_new(g, cm)) != NULL) {
@@ -146,9 +118,9 @@ int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf)
 			LOG_I("mirror_added", "mirror=%s reason=\"config reload\"", cm->name);
 			continue; /* started below with the new conf */
 		}
-		bool restart = worker_changed(old_conf, l->cm, conf, cm);
+		bool restart = conf_mirror_worker_changed(old_conf, l->cm, conf, cm);
 		l->cm = cm;
-		mirror_regex_free(l->re, l->nre);
+		conf_topic_regexes_free(l->re, l->nre);
 		l->re = res[i];
 		l->nre = nres[i];
 		res[i] = NULL;
@@ -180,7 +152,7 @@ fail:
 	if (links && res && nres && isnew)
 		for (size_t i = 0; i < conf->nmirrors; i++) {
 			if (res[i])
-				mirror_regex_free(res[i], nres[i]);
+				conf_topic_regexes_free(res[i], nres[i]);
 			if (links[i] && isnew[i])
 				mirror_link_free(links[i]);
 		}

@@ -410,12 +410,9 @@ static int probe_start(struct mirror_op *op, struct mirror_link *l, const char *
 	p->op = op;
 	p->mirror = strdup(l->name);
 	p->src_topic = strdup(topic);
-	p->dst_topic = mirror_destination_topic(l->cm->topic_name ? l->cm->topic_name : "{topic}", topic);
-	if (l->cm->offsets == CONF_OFFSETS_MM2) {
-		char def[300];
-		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", l->name);
-		p->mm2_topic = strdup(l->cm->mm2_offset_syncs_topic ? l->cm->mm2_offset_syncs_topic : def);
-	}
+	p->dst_topic = mirror_destination_topic(conf_mirror_topic_name(l->cm), topic);
+	if (l->cm->offsets == CONF_OFFSETS_MM2)
+		p->mm2_topic = conf_mirror_offset_syncs_topic(l->cm);
 	p->dst_conf = mirror_dest_conf(l->cm);
 	p->src_conf = mirror_source_conf(g->conf, l->name, "probe", false);
 	if (!p->mirror || !p->src_topic || !p->dst_topic || !p->dst_conf || !p->src_conf ||
@@ -545,15 +542,12 @@ struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror,
 	regex_t re;
 	bool have_re = false;
 	if (topics_regex) {
-		size_t n = strlen(topics_regex) + 8;
-		char *anchored = malloc(n);
-		if (!anchored) {
+		char why[128];
+		int rc = conf_topic_regex_compile(&re, topics_regex, why, sizeof(why));
+		if (rc == REG_ESPACE) {
 			op_error(op, 500, "out of memory");
 			return op;
 		}
-		snprintf(anchored, n, "^(%s)$", topics_regex);
-		int rc = regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB);
-		free(anchored);
 		if (rc != 0) {
 			op_error(op, 400, "invalid --topics regex \"%s\"", topics_regex);
 			return op;

@@ -41,7 +41,7 @@ void mirror_refresh_topics(struct mirror_worker *w)
 		if (mt->err)
 			continue;
 		struct mirror_wtopic *t = mirror_worker_topic(w, mt->topic, false);
-		if (!t && mirror_regex_match(w->re, w->nre, mt->topic)) {
+		if (!t && conf_topic_regexes_match(w->re, w->nre, mt->topic)) {
 			t = mirror_worker_topic(w, mt->topic, true);
 			if (t)
 				LOG_I("mirror_topic_tracked", "mirror=%s topic=%s destination_topic=%s partitions=%d",

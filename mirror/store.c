@@ -89,7 +89,7 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 	t->link = l;
 	/* The config gives the initial desired type; the state log's records
 	 * (all readers fold them from this same start) take over from here. */
-	t->ls = mirror_lstate_initial(mirror_regex_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC);
+	t->ls = mirror_lstate_initial(conf_topic_regexes_match(l->re, l->nre, topic) ? MIRROR_SYNC : MIRROR_ASYNC);
 	t->npart = -1;
 	t->m_desired = mirror_metric_mt(METRIC_GAUGE, "syncgate_mirror_topic_desired_type",
 					"KIP DesiredMirrorType per (mirror, topic): 1 SYNC, 0 ASYNC",

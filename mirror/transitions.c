@@ -95,8 +95,7 @@ static void tstate_check_demote(struct mirror_tstate *t, int64_t now)
 		if (ps->failing_since_ms > latest)
 			latest = ps->failing_since_ms;
 	}
-	int timeout = t->link->cm->sync_topic_demote_timeout_ms > 0 ? t->link->cm->sync_topic_demote_timeout_ms
-								       : 30000;
+	int timeout = conf_mirror_demote_timeout_ms(t->link->cm);
 	if (now - latest < timeout)
 		return;
 	LOG_W("mirror_demote_all_partitions_failing", "mirror=%s topic=%s partitions=%" PRId32

@@ -296,7 +296,7 @@ static void worker_free(struct mirror_worker *w)
 	for (size_t i = 0; i < w->ndq; i++)
 		free(w->dq[i].topic);
 	free(w->dq);
-	mirror_regex_free(w->re, w->nre);
+	conf_topic_regexes_free(w->re, w->nre);
 	free(w->name);
 	free(w->topic_name);
 	free(w->mm2_topic);
@@ -324,16 +324,14 @@ struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct 
 	w->progress = cm->progress;
 	w->poll_ms = cm->poll_interval_ms > 0 ? cm->poll_interval_ms : 5;
 	w->name = strdup(cm->name);
-	w->topic_name = strdup(cm->topic_name ? cm->topic_name : "{topic}");
+	w->topic_name = strdup(conf_mirror_topic_name(cm));
 	if (cm->offsets == CONF_OFFSETS_MM2) {
-		char def[300];
-		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", cm->name);
-		w->mm2_topic = strdup(cm->mm2_offset_syncs_topic ? cm->mm2_offset_syncs_topic : def);
+		w->mm2_topic = conf_mirror_offset_syncs_topic(cm);
 		w->mm2_conf = mirror_source_conf(conf, cm->name, "mm2", false);
 		if (!w->mm2_topic || !w->mm2_conf)
 			goto fail;
 	}
-	if (!w->name || !w->topic_name || mirror_regex_compile(cm, &w->re, &w->nre) != 0)
+	if (!w->name || !w->topic_name || conf_mirror_sync_topics_compile(cm, &w->re, &w->nre) != 0)
 		goto fail;
 	w->dst_conf = mirror_dest_conf(cm);
 	w->src_conf = mirror_source_conf(conf, cm->name, "src", false);

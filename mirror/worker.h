@@ -70,8 +70,8 @@ struct mirror_worker {
 	int poll_ms;
 	char *topic_name;
 	char *mm2_topic;
-	regex_t *re;
-	size_t nre;
+	regex_t *re;                     /* sync_topics, this thread's own copy (the conf */
+	size_t nre;                      /* it was started with may be replaced by a reload) */
 	rd_kafka_conf_t *dst_conf;       /* consumed when the thread creates its handles */
 	rd_kafka_conf_t *src_conf;
 	rd_kafka_conf_t *mm2_conf;
