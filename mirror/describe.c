@@ -74,6 +74,37 @@ int mirror_gate_partition_info(struct mirror_gate *g, const char *mirror, const 
 	return 0;
 }
 
+struct reported_ctx {
+	bool seen;
+	char *why;
+	size_t n;
+};
+
+static void topic_reported(struct mirror_tstate *t, void *arg)
+{
+	struct reported_ctx *c = arg;
+	for (int32_t p = 0; p < t->nparts_alloc; p++) {
+		const struct mirror_pstate *ps = t->parts[p];
+		if (!ps)
+			continue;
+		if (ps->failing_since_ms >= 0 && ps->reason[0])
+			snprintf(c->why, c->n, "%s", ps->reason);
+		if (ps->progress >= 0 || ps->isr >= 0 || ps->min_isr >= 0)
+			c->seen = true;
+	}
+}
+
+bool mirror_gate_mirror_reported(struct mirror_gate *g, const char *mirror, char *why, size_t n)
+{
+	struct mirror_link *l = mirror_link_find(g, mirror);
+	struct reported_ctx c = {.why = why, .n = n};
+	if (n)
+		why[0] = '\0';
+	if (l)
+		mirror_each_topic(NULL, l, topic_reported, &c);
+	return c.seen;
+}
+
 static json_t *partition_json(int32_t p, const struct mirror_pstate *ps)
 {
 	int64_t lag = mirror_pstate_lag(ps);
