@@ -198,9 +198,6 @@ void conf_errors_free(struct conf_errors *errs);
 void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/** Mirror by name or NULL. Borrowed from `c`. */
-const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name);
-
 /** In `mirrors[].topic_name`: the source topic name. */
 #define CONF_TOPIC_KEY "{topic}"
 /** Default of `mirrors[].sync_topic_demote_timeout_ms`, milliseconds. */

@@ -782,14 +782,6 @@ void conf_free(struct conf *c)
 	free(c);
 }
 
-const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; c && name && i < c->nmirrors; i++)
-		if (c->mirrors[i].name && !strcmp(c->mirrors[i].name, name))
-			return &c->mirrors[i];
-	return NULL;
-}
-
 bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
 {
 	return m && conf_topic_regexes_match(m->sync_topics_re, m->nsync_topics, topic);

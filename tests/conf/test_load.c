@@ -68,6 +68,15 @@ static char *errors_text(const struct conf_errors *e)
 	return buf;
 }
 
+/* Mirror `name` of `c`, or NULL. */
+static const struct conf_mirror *mirror_named(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->nmirrors; i++)
+		if (!strcmp(c->mirrors[i].name, name))
+			return &c->mirrors[i];
+	return NULL;
+}
+
 static struct conf *load_ok(const char *yaml)
 {
 	struct conf_errors e = { 0 };
@@ -129,7 +138,7 @@ Test(conf, example_file_loads)
 	cr_expect_eq(c->code_not_enough_remote_replicas_after_append, 191);
 
 	cr_assert_eq(c->nmirrors, 1);
-	const struct conf_mirror *m = conf_mirror_find(c, "dr-east");
+	const struct conf_mirror *m = mirror_named(c, "dr-east");
 	cr_assert_not_null(m);
 	cr_expect_str_eq(m->bootstrap, "dr-east-1:9092,dr-east-2:9092");
 	cr_assert_eq(m->nprops, 4);
@@ -154,7 +163,7 @@ Test(conf, example_file_loads)
 	cr_expect_eq(c->admin_listen.port, 9464);
 	cr_expect(strstr(c->admin_token_file, "/admin.token") != NULL);
 	cr_expect_eq(c->log_level, LOG_INFO);
-	cr_expect_null(conf_mirror_find(c, "dr-west"));
+	cr_expect_null(mirror_named(c, "dr-west"));
 
 	conf_free(c);
 	conf_errors_free(&e);
