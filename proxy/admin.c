@@ -200,7 +200,7 @@ static void readyz_cb(struct evhttp_request *req, void *arg)
 	if (ready)
 		evbuffer_add_printf(b, "ready\n");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
-	evhttp_send_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", b);
+	evhttp_send_reply(req, ready ? 200 : 503, NULL, b); /* libevent's reason phrase */
 	evbuffer_free(b);
 }
 
