@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <regex.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -94,14 +95,14 @@ struct conf_mirror {
 	char *bootstrap;            /* destination bootstrap servers */
 	struct conf_prop *props;    /* librdkafka properties for destination clients */
 	size_t nprops;
-	char *topic_name;           /* destination topic pattern, "{topic}" by default */
+	char *topic_name;           /* destination topic pattern, CONF_TOPIC_KEY by default */
 	enum conf_offsets offsets;
 	enum conf_progress progress;
 	int poll_interval_ms;       /* default 5 */
 	char *mm2_offset_syncs_topic; /* default "mm2-offset-syncs.<name>.internal" */
 	char **sync_topics;         /* POSIX extended regexes, anchored (whole name) */
 	size_t nsync_topics;
-	int sync_topic_demote_timeout_ms; /* default 30000 */
+	int sync_topic_demote_timeout_ms; /* CONF_DEMOTE_TIMEOUT_MS by default */
 	void *sync_topics_re;       /* compiled sync_topics (internal); use conf_mirror_sync_topic() */
 	enum conf_consumers consumers; /* whether its progress clamps consumers (default clamp) */
 };
@@ -214,8 +215,49 @@ void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fm
 /** True when `client_id` matches consumers.exempt_client_ids (NULL never does). Any thread. */
 bool conf_consumer_exempt(const struct conf *c, const char *client_id);
 
-/** Mirror by name or NULL. Borrowed from `c`. */
-const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name);
+/** In `mirrors[].topic_name`: the source topic name. */
+#define CONF_TOPIC_KEY "{topic}"
+/** Default of `mirrors[].sync_topic_demote_timeout_ms`, milliseconds. */
+#define CONF_DEMOTE_TIMEOUT_MS 30000
+
+/** The mirror's destination topic pattern (`topic_name`, or its default). Any thread. */
+const char *conf_mirror_topic_name(const struct conf_mirror *m);
+
+/**
+ * The mirror's MirrorMaker 2 offset-syncs topic: `mm2_offset_syncs_topic`,
+ * or its default "mm2-offset-syncs.<name>.internal". malloc'd (caller
+ * frees); NULL on ENOMEM. Any thread.
+ */
+char *conf_mirror_offset_syncs_topic(const struct conf_mirror *m);
+
+/** `sync_topic_demote_timeout_ms`, or its default when unset (≤ 0), ms. Any thread. */
+int conf_mirror_demote_timeout_ms(const struct conf_mirror *m);
+
+/**
+ * Compile one `sync_topics` pattern (or any topic regex) as a POSIX ERE
+ * anchored to the whole name, "^(pattern)$", into `re` (regfree() it).
+ * Returns 0, or the regcomp() error with its text in `why` (`n` bytes).
+ * The one place topic regexes are compiled. Any thread.
+ */
+int conf_topic_regex_compile(regex_t *re, const char *pattern, char *why, size_t n);
+
+/**
+ * Compile every `sync_topics` pattern of `m` into a new array (*out, *nout;
+ * free with conf_topic_regexes_free()) — for a thread that outlives the conf
+ * it was started with. 0, or -1 (logged) on a bad pattern or ENOMEM. Any thread.
+ */
+int conf_mirror_sync_topics_compile(const struct conf_mirror *m, regex_t **out, size_t *nout);
+/** Whether `topic` matches one of `n` compiled regexes. Any thread. */
+bool conf_topic_regexes_match(const regex_t *re, size_t n, const char *topic);
+void conf_topic_regexes_free(regex_t *re, size_t n);
+
+/**
+ * Whether a mirror worker serving `a` (under conf `ca`) must restart to serve
+ * `b` (under `cb`): some setting the table marks CONF_F_WORKER differs.
+ * Any thread.
+ */
+bool conf_mirror_worker_changed(const struct conf *ca, const struct conf_mirror *a,
+				const struct conf *cb, const struct conf_mirror *b);
 
 /**
  * Whether `topic` (a source topic name) matches one of the mirror's
@@ -372,6 +414,7 @@ enum conf_type {
 #define CONF_F_LIVE     0x2u /* a reload applies a change without restart */
 #define CONF_F_PORT0    0x4u /* CONF_T_ADDR: port 0 (ephemeral) allowed */
 #define CONF_F_SECRETS  0x8u /* value may use ${file:PATH} / ${env:NAME} */
+#define CONF_F_WORKER   0x10u /* read by the mirror workers: a live change restarts them */
 #define CONF_F_NOOFFSET ((size_t)-1)
 
 /** One configuration key. */
@@ -393,6 +436,9 @@ extern const struct conf_setting conf_settings[];
 extern const size_t conf_nsettings;
 /** Setting by exact path, or NULL. */
 const struct conf_setting *conf_setting_find(const char *path);
+/** Whether setting `s` differs between two bases (a struct conf, or a
+ * struct conf_mirror for "mirrors[]." settings). Any thread. */
+bool conf_setting_differs(const struct conf_setting *s, const void *a, const void *b);
 /** Human name of a type for messages and the reference ("an integer"). */
 const char *conf_type_str(enum conf_type t);
 

@@ -285,16 +285,8 @@ static void set_regexes(struct loader *L, const struct conf_setting *s, yaml_nod
 			continue;
 		}
 		const char *pat = scalar(it);
-		size_t plen = strlen(pat);
-		char *anch = malloc(plen + 5);
-		if (!anch)
-			continue;
-		snprintf(anch, plen + 5, "^(%s)$", pat);
-		int rc = regcomp(&res[ok], anch, REG_EXTENDED | REG_NOSUB);
-		free(anch);
-		if (rc != 0) {
-			char why[160];
-			regerror(rc, &res[ok], why, sizeof(why));
+		char why[160];
+		if (conf_topic_regex_compile(&res[ok], pat, why, sizeof(why)) != 0) {
 			err_at(L, it->start_mark, "%s[%zu]: invalid regular expression '%.100s': %s", dpath, i, pat, why);
 			continue;
 		}
@@ -464,9 +456,8 @@ static void set_mirrors(struct loader *L, const struct conf_setting *s, yaml_nod
 					break;
 				}
 			name_lines[c->nmirrors] = (int)marks[iname].line + 1;
-			if (!mi->mm2_offset_syncs_topic &&
-			    asprintf(&mi->mm2_offset_syncs_topic, "mm2-offset-syncs.%s.internal", mi->name) < 0)
-				mi->mm2_offset_syncs_topic = NULL;
+			if (!mi->mm2_offset_syncs_topic)
+				mi->mm2_offset_syncs_topic = conf_mirror_offset_syncs_topic(mi);
 		}
 		c->nmirrors++;
 	}
@@ -801,21 +792,9 @@ void conf_free(struct conf *c)
 	free(c);
 }
 
-const struct conf_mirror *conf_mirror_find(const struct conf *c, const char *name)
-{
-	for (size_t i = 0; c && name && i < c->nmirrors; i++)
-		if (c->mirrors[i].name && !strcmp(c->mirrors[i].name, name))
-			return &c->mirrors[i];
-	return NULL;
-}
-
 bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
 {
-	regex_t *res = m ? m->sync_topics_re : NULL;
-	for (size_t i = 0; res && topic && i < m->nsync_topics; i++)
-		if (regexec(&res[i], topic, 0, NULL, 0) == 0)
-			return true;
-	return false;
+	return m && conf_topic_regexes_match(m->sync_topics_re, m->nsync_topics, topic);
 }
 
 bool conf_consumer_exempt(const struct conf *c, const char *client_id)

@@ -10,8 +10,7 @@ static bool str_eq(const char *a, const char *b)
 	return (!a && !b) || (a && b && strcmp(a, b) == 0);
 }
 
-/* Whether one setting differs between two bases (struct conf or mirror). */
-static bool differs(const struct conf_setting *s, const void *a, const void *b)
+bool conf_setting_differs(const struct conf_setting *s, const void *a, const void *b)
 {
 	const char *fa = (const char *)a + s->offset, *fb = (const char *)b + s->offset;
 	switch (s->type) {
@@ -44,8 +43,29 @@ static bool differs(const struct conf_setting *s, const void *a, const void *b)
 				return true;
 		return false;
 	}
+	case CONF_T_REGEXES: {
+		size_t n = *(const size_t *)((const char *)a + s->count_offset);
+		if (n != *(const size_t *)((const char *)b + s->count_offset))
+			return true;
+		char *const *x = *(char *const *const *)fa, *const *y = *(char *const *const *)fb;
+		for (size_t i = 0; i < n; i++)
+			if (!str_eq(x[i], y[i]))
+				return true;
+		return false;
+	}
+	case CONF_T_PROPS: {
+		size_t n = *(const size_t *)((const char *)a + s->count_offset);
+		if (n != *(const size_t *)((const char *)b + s->count_offset))
+			return true;
+		const struct conf_prop *x = *(const struct conf_prop *const *)fa;
+		const struct conf_prop *y = *(const struct conf_prop *const *)fb;
+		for (size_t i = 0; i < n; i++)
+			if (!str_eq(x[i].name, y[i].name) || !str_eq(x[i].value, y[i].value))
+				return true;
+		return false;
+	}
 	default:
-		/* lists, regexes and properties are per mirror and all live */
+		/* the mirror list: per mirror, and live */
 		return true;
 	}
 }
@@ -136,7 +156,7 @@ static ssize_t restart_settings(const struct conf *old, const struct conf *new_c
 		const struct conf_setting *s = &conf_settings[i];
 		if ((s->flags & CONF_F_LIVE) || strncmp(s->path, "mirrors[]", 9) == 0)
 			continue;
-		if (!differs(s, old, new_conf))
+		if (!conf_setting_differs(s, old, new_conf))
 			continue;
 		count++;
 		if (o < n) {

@@ -124,12 +124,12 @@ static const char *check_template(const char *v, char *buf, size_t n)
 
 static const char *check_topic_name(const char *v, char *buf, size_t n)
 {
-	static const char *const allowed[] = { "{topic}", NULL };
+	static const char *const allowed[] = { CONF_TOPIC_KEY, NULL };
 	const char *why = check_placeholders(v, allowed, buf, n);
 	if (why)
 		return why;
-	if (!strstr(v, "{topic}"))
-		return "must contain {topic} (each source topic needs its own destination topic)";
+	if (!strstr(v, CONF_TOPIC_KEY))
+		return "must contain " CONF_TOPIC_KEY " (each source topic needs its own destination topic)";
 	return NULL;
 }
 
@@ -211,6 +211,9 @@ _Static_assert(sizeof(enum conf_offsets) == sizeof(int), "enums are stored as in
 #define NONE CONF_F_NOOFFSET
 #define SEC(path, off, fl, doc_) { path, CONF_T_SECTION, off, 0, fl, 0, 0, NULL, NULL, NULL, doc_ }
 #define MS 1000LL
+#define XSTR(x) STR(x)
+#define STR(x) #x
+#define W (CONF_F_LIVE | CONF_F_WORKER)
 #define GiB (1024LL * 1024 * 1024)
 
 const struct conf_setting conf_settings[] = {
@@ -232,7 +235,7 @@ const struct conf_setting conf_settings[] = {
 	  "PEM CA bundle; when set, clients must present a certificate signed by it (mutual TLS)." },
 
 	SEC("upstream", NONE, CONF_F_REQUIRED, "The Kafka broker(s) syncgate forwards to."),
-	{ "upstream.broker", CONF_T_ADDR, C(upstream_broker), 0, CONF_F_REQUIRED, 0, 0, NULL, NULL, NULL,
+	{ "upstream.broker", CONF_T_ADDR, C(upstream_broker), 0, CONF_F_REQUIRED | CONF_F_WORKER, 0, 0, NULL, NULL, NULL,
 	  "Sidecar: the local broker. Gateway: any broker of the cluster (bootstrap). `host:port`." },
 	{ "upstream.connect_timeout_ms", CONF_T_INT, C(upstream_connect_timeout_ms), 0, CONF_F_LIVE, 1, 600 * MS, "5000", NULL, NULL,
 	  "Timeout of one upstream TCP (+TLS) connect, milliseconds." },
@@ -245,15 +248,15 @@ const struct conf_setting conf_settings[] = {
 	  "request on it this often (its response is consumed), so the broker's `connections.max.idle.ms` "
 	  "does not close a connection idle only because of the hold. Keep it well below the broker's "
 	  "`connections.max.idle.ms`; 0 turns it off." },
-	SEC("upstream.tls", C(upstream_tls.enabled), 0,
+	SEC("upstream.tls", C(upstream_tls.enabled), CONF_F_WORKER,
 	    "Originate TLS to the broker. Present (even empty) = TLS on, verified against the system trust store unless `ca` is set."),
-	{ "upstream.tls.ca", CONF_T_STRING, C(upstream_tls.ca), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	{ "upstream.tls.ca", CONF_T_STRING, C(upstream_tls.ca), 0, W, 0, 0, NULL, NULL, check_file,
 	  "PEM CA bundle to verify the broker's certificate (default: system trust store)." },
-	{ "upstream.tls.cert", CONF_T_STRING, C(upstream_tls.cert), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	{ "upstream.tls.cert", CONF_T_STRING, C(upstream_tls.cert), 0, W, 0, 0, NULL, NULL, check_file,
 	  "PEM client certificate for mutual TLS to the broker (with `key`)." },
-	{ "upstream.tls.key", CONF_T_STRING, C(upstream_tls.key), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	{ "upstream.tls.key", CONF_T_STRING, C(upstream_tls.key), 0, W, 0, 0, NULL, NULL, check_file,
 	  "PEM private key of `cert`." },
-	{ "upstream.tls.verify_hostname", CONF_T_BOOL, C(upstream_tls.verify_hostname), 0, CONF_F_LIVE, 0, 0, "true", NULL, NULL,
+	{ "upstream.tls.verify_hostname", CONF_T_BOOL, C(upstream_tls.verify_hostname), 0, W, 0, 0, "true", NULL, NULL,
 	  "Check that the broker certificate names the host of `upstream.broker`." },
 
 	SEC("advertise", NONE, 0,
@@ -310,34 +313,34 @@ const struct conf_setting conf_settings[] = {
 	  "syncgate only proxies. Mirrors may be added and removed by a reload." },
 	{ "mirrors[].name", CONF_T_STRING, M(name), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_mirror_name,
 	  "The mirror's name, used by syncgate-ctl, metrics labels and messages: letters, digits, `.`, `_`, `-`." },
-	{ "mirrors[].bootstrap", CONF_T_STRING, M(bootstrap), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_bootstrap,
+	{ "mirrors[].bootstrap", CONF_T_STRING, M(bootstrap), 0, CONF_F_REQUIRED | W, 0, 0, NULL, NULL, check_bootstrap,
 	  "Destination bootstrap servers, comma-separated `host:port` (librdkafka `bootstrap.servers`)." },
-	{ "mirrors[].properties", CONF_T_PROPS, M(props), M(nprops), CONF_F_LIVE | CONF_F_SECRETS, 0, 0, NULL, NULL, NULL,
+	{ "mirrors[].properties", CONF_T_PROPS, M(props), M(nprops), W | CONF_F_SECRETS, 0, 0, NULL, NULL, NULL,
 	  "librdkafka properties for the destination clients, a map of name → value (numbers and booleans "
 	  "are passed as written). Values may be secrets: `${file:/path}` or `${env:NAME}`. "
 	  "`bootstrap.servers` is not allowed here (use `bootstrap`)." },
-	{ "mirrors[].topic_name", CONF_T_STRING, M(topic_name), 0, CONF_F_LIVE, 0, 0, "{topic}", NULL, check_topic_name,
+	{ "mirrors[].topic_name", CONF_T_STRING, M(topic_name), 0, W, 0, 0, CONF_TOPIC_KEY, NULL, check_topic_name,
 	  "Destination topic of a source topic; `{topic}` is the source topic name (e.g. `src.{topic}`)." },
-	{ "mirrors[].offsets", CONF_T_ENUM, M(offsets), 0, CONF_F_LIVE, 0, 0, "preserved", offsets_names, NULL,
+	{ "mirrors[].offsets", CONF_T_ENUM, M(offsets), 0, W, 0, 0, "preserved", offsets_names, NULL,
 	  "`preserved`: the mirror keeps source offsets (Cluster Linking, KIP-1279, ...), destination high watermark "
 	  "compared directly. `mm2`: MirrorMaker 2, progress read from its offset-syncs topic; MM2 must run with "
 	  "`offset.lag.max=0` (at its default of 100 acks stall: syncgate warns `mirror_mm2_offset_syncs_behind`)." },
-	{ "mirrors[].progress", CONF_T_ENUM, M(progress), 0, CONF_F_LIVE, 0, 0, "poll", progress_names, NULL,
+	{ "mirrors[].progress", CONF_T_ENUM, M(progress), 0, W, 0, 0, "poll", progress_names, NULL,
 	  "With `offsets: preserved`: `poll` asks the destination for its high watermarks every `poll_interval_ms`; "
 	  "`tail` keeps a consumer at the end of the gated partitions." },
-	{ "mirrors[].poll_interval_ms", CONF_T_INT, M(poll_interval_ms), 0, CONF_F_LIVE, 1, 60 * MS, "5", NULL, NULL,
+	{ "mirrors[].poll_interval_ms", CONF_T_INT, M(poll_interval_ms), 0, W, 1, 60 * MS, "5", NULL, NULL,
 	  "Interval between destination progress polls while responses are held, milliseconds." },
-	{ "mirrors[].mm2_offset_syncs_topic", CONF_T_STRING, M(mm2_offset_syncs_topic), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_topic,
+	{ "mirrors[].mm2_offset_syncs_topic", CONF_T_STRING, M(mm2_offset_syncs_topic), 0, W, 0, 0, NULL, NULL, check_topic,
 	  "With `offsets: mm2`: MirrorMaker 2's offset-syncs topic, read on the source cluster. "
 	  "Default `mm2-offset-syncs.<name>.internal`, which is MM2's own default when this mirror's `name` equals "
 	  "the MM2 target cluster alias; set it when they differ." },
-	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
+	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), W, 0, 0, NULL, NULL, NULL,
 	  "Topics whose desired type is SYNC while the state log has no entry for them: a list of POSIX extended "
 	  "regular expressions, each matched against the whole topic name." },
 	{ "mirrors[].consumers", CONF_T_ENUM, M(consumers), 0, CONF_F_LIVE, 0, 0, "clamp", consumers_names, NULL,
 	  "`clamp`: this mirror's progress limits what consumers through syncgate see of the topics it gates "
 	  "(with `consumers.clamp: clamp`). `pass`: it gates acks only." },
-	{ "mirrors[].sync_topic_demote_timeout_ms", CONF_T_INT, M(sync_topic_demote_timeout_ms), 0, CONF_F_LIVE, 1, 86400 * MS, "30000", NULL, NULL,
+	{ "mirrors[].sync_topic_demote_timeout_ms", CONF_T_INT, M(sync_topic_demote_timeout_ms), 0, CONF_F_LIVE, 1, 86400 * MS, XSTR(CONF_DEMOTE_TIMEOUT_MS), NULL, NULL,
 	  "KIP `mirror.sync.topic.demote.timeout.ms`: how long a SYNC topic may fail to converge before it is demoted to ASYNC, milliseconds." },
 
 	SEC("state", NONE, 0, "The state log: the replicated record of mirror lifecycle decisions, a topic on the source cluster."),

@@ -3,7 +3,9 @@
  * mutex-protected list; the first report into an empty list writes one byte
  * to a non-blocking pipe whose read end is a libevent read event on the loop.
  * A pipe (rather than event_active() from another thread) works whether or
- * not the event_base was created after evthread_use_pthreads().
+ * not the event_base was created after evthread_use_pthreads(). The loop
+ * side hands each message to the `deliver` callback its owner (the gate)
+ * registered, so the bridge knows nothing above it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +17,9 @@
 #include "mirror/internal.h"
 
 struct mirror_bridge {
-	struct mirror_gate *g;
+	mirror_bridge_deliver_cb deliver;
+	mirror_bridge_drained_cb drained;
+	void *arg;                  /* of both callbacks */
 	int fds[2];                 /* [0] read end (loop), [1] write end (workers) */
 	struct event *ev;
 	pthread_mutex_t mu;
@@ -37,19 +41,22 @@ static void bridge_cb(evutil_socket_t fd, short what, void *arg)
 	pthread_mutex_unlock(&b->mu);
 	while (m) {
 		struct mirror_msg *next = m->next;
-		mirror_gate_apply(b->g, m); /* dispatches on m->kind */
+		b->deliver(b->arg, m);
 		free(m);
 		m = next;
 	}
-	mirror_gate_flush_done(b->g);
+	b->drained(b->arg);
 }
 
-struct mirror_bridge *mirror_bridge_new(struct mirror_gate *g)
+struct mirror_bridge *mirror_bridge_new(struct event_base *base, mirror_bridge_deliver_cb deliver,
+				       mirror_bridge_drained_cb drained, void *arg)
 {
 	struct mirror_bridge *b = calloc(1, sizeof(*b));
 	if (!b)
 		return NULL;
-	b->g = g;
+	b->deliver = deliver;
+	b->drained = drained;
+	b->arg = arg;
 	b->tail = &b->head;
 	if (pipe2(b->fds, O_NONBLOCK | O_CLOEXEC) != 0) {
 		LOG_E("mirror_bridge_failed", "reason=\"pipe: %s\"", strerror(errno));
@@ -57,7 +64,7 @@ struct mirror_bridge *mirror_bridge_new(struct mirror_gate *g)
 		return NULL;
 	}
 	pthread_mutex_init(&b->mu, NULL);
-	b->ev = event_new(g->base, b->fds[0], EV_READ | EV_PERSIST, bridge_cb, b);
+	b->ev = event_new(base, b->fds[0], EV_READ | EV_PERSIST, bridge_cb, b);
 	if (!b->ev || event_add(b->ev, NULL) != 0) {
 		mirror_bridge_free(b);
 		return NULL;

@@ -12,6 +12,15 @@
  *     ├─ log: struct mirror_statelog        state log thread (NULL: local, tests)
  *     ├─ ops: struct mirror_op              admin calls waiting for their records
  *     └─ waits: struct mirror_wait          held responses; refs point into ps heaps
+ *
+ * Layers (each file calls only files below it; tests/mirror/layers.py checks
+ * it, docs/architecture.md draws it):
+ *   gate.c → link.c, ops.c, report.c → transitions.c → wait.c → store.c
+ *   describe.c → store.c → lifecycle.c, topics.c, metrics.c; wait.c → waiters.c
+ *   statelog.c, worker.c → progress.c, tail.c, mm2.c → wtopic.c → bridge.c
+ * Calls upwards go through callbacks the owner registers: the bridge's
+ * deliver/drained (gate.c), and the gate's on_record_applied /
+ * on_state_changed (ops.c's, set by gate.c).
  */
 #ifndef SYNCGATE_MIRROR_INTERNAL_H
 #define SYNCGATE_MIRROR_INTERNAL_H
@@ -85,7 +94,7 @@ struct mirror_link {
 	char *name;
 	uint64_t id;                /* unique per worker instance: stale reports are dropped */
 	const struct conf_mirror *cm; /* borrowed from g->conf */
-	regex_t *re;
+	regex_t *re;                /* sync_topics compiled (conf_mirror_sync_topics_compile) */
 	size_t nre;
 	struct mirror_tstate **buckets;
 	size_t nbuckets, ntopics;
@@ -126,7 +135,7 @@ struct mirror_gate {
 	bool in_wait;               /* inside mirror_gate_wait: never call back */
 	size_t held;
 	struct metric *m_outcome[MIRROR_OUTCOME_COUNT];
-	/* lifecycle (issue 6) */
+	/* lifecycle: the state log and the decider */
 	struct mirror_statelog *log; /* NULL: records apply locally at once (no workers) */
 	bool state_ready;           /* the state log was read up to its boot HW */
 	bool replaying;             /* folding kept records of a mirror a reload added */
@@ -142,6 +151,10 @@ struct mirror_gate {
 				     * log order, when a reload adds the mirror */
 	size_t nunapplied;
 	struct mirror_hw *hw;       /* mirrored HW watches (mirrored_hw.c); NULL until used */
+	/* hooks from the apply path to the admin calls above it (ops.c; NULL: none) */
+	void (*on_record_applied)(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
+				  const struct mirror_lstate *before, const struct mirror_apply_out *out);
+	void (*on_state_changed)(struct mirror_gate *g);
 };
 
 /* What a bridge message carries. */
@@ -169,11 +182,29 @@ struct mirror_statelog;
 struct mirror_op;
 struct mirror_probe;
 
-/* gate.c */
-void mirror_gate_apply(struct mirror_gate *g, const struct mirror_msg *m);
-void mirror_gate_flush_done(struct mirror_gate *g);
+/* store.c: (mirror, topic, partition) state; the bottom of the gate. */
+struct mirror_link *mirror_link_find(struct mirror_gate *g, const char *name);
+/* The (mirror, topic) entry, created (with metrics, desired type from
+ * sync_topics) when `create`; NULL when absent or on ENOMEM. */
 struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic, bool create);
+/* Partition `partition` (0 ≤ p < MIRROR_MAX_PARTITIONS) of t; NULL otherwise. */
 struct mirror_pstate *mirror_pstate_get(struct mirror_tstate *t, int32_t partition, bool create);
+/* Free t and its partitions (their heaps must be empty). */
+void mirror_tstate_free(struct mirror_tstate *t);
+/* A new destination view (worker restarted): progress, ISR, demand unknown. */
+void mirror_pstate_forget_view(struct mirror_pstate *ps);
+void mirror_tstate_metrics(struct mirror_tstate *t);
+/* Call fn for every (mirror, topic) of link `only`, or of every link of g
+ * when `only` is NULL. fn may free the topic it is given. */
+void mirror_each_topic(struct mirror_gate *g, struct mirror_link *only,
+		       void (*fn)(struct mirror_tstate *t, void *arg), void *arg);
+/* The one lag: source HW − destination progress, offsets, ≥ 0; -1 unknown. */
+int64_t mirror_pstate_lag(const struct mirror_pstate *ps);
+#define MIRROR_LAG_CURRENT 0x1u /* a failing partition counts as unknown */
+/* Σ over partitions 0..npart-1 of mirror_pstate_lag(); -1 when the count
+ * or any partition is unknown (never "lag zero" from missing figures).
+ * `known_sum` (may be NULL) gets the sum over the partitions that are known. */
+int64_t mirror_tstate_lag(const struct mirror_tstate *t, unsigned flags, int64_t *known_sum);
 
 /* waiters.c: the per-partition min-heap of refs. */
 int mirror_heap_push(struct mirror_pstate *ps, struct mirror_ref *r);
@@ -183,8 +214,55 @@ static inline struct mirror_ref *mirror_heap_top(const struct mirror_pstate *ps)
 	return ps->nheap ? ps->heap[0] : NULL;
 }
 
-/* bridge.c */
-struct mirror_bridge *mirror_bridge_new(struct mirror_gate *g);
+/* wait.c: held waits and the only release by mirror type. */
+int mirror_waits_init(struct mirror_gate *g);
+/* Run the callbacks of resolved waits (from a gate libevent callback). */
+void mirror_gate_flush_done(struct mirror_gate *g);
+/* Resolved waits exist: run their callbacks from the loop soon. */
+void mirror_gate_schedule_done(struct mirror_gate *g);
+/* Mirror r->t no longer holds r's part back (observe: count the latency). */
+void mirror_ref_done(struct mirror_ref *r, bool observe, int64_t now);
+/* Fail part i of w with outcome o (its message set by the caller). */
+void mirror_part_fail(struct mirror_wait *w, uint32_t i, enum mirror_outcome o);
+bool mirror_isr_short(const struct mirror_pstate *ps);
+void mirror_isr_message(char *buf, size_t cap, const struct mirror_link *l, const struct mirror_pstate *ps);
+/* Release every waiter of t under the async predicate (mirror removed). */
+void mirror_tstate_release_waiters(struct mirror_tstate *t);
+/* Release t's waiters if t does not gate as of the current state. */
+void mirror_tstate_settle(struct mirror_tstate *t);
+/* mirror_tstate_settle() for every topic of `l` (NULL: of every link). */
+void mirror_settle_all(struct mirror_gate *g, struct mirror_link *l);
+
+/* transitions.c: type transitions, the state-log apply path, the decider. */
+void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t len, int64_t offset);
+/* A reload added mirror `name`: fold its kept records (history), then settle. */
+void mirror_gate_replay_unapplied(struct mirror_gate *g, const char *name);
+/* Config reload: sync_topics set the desired type (no ALTER in the log). */
+void mirror_tstate_set_desired(struct mirror_tstate *t, enum mirror_type to);
+/* Decider: write REGISTER when (mirror, topic) is desired SYNC at lag zero. */
+void mirror_tstate_check_promotion(struct mirror_tstate *t);
+/* Periodic: promotions after backoff, demote timeouts. */
+void mirror_gate_tick(struct mirror_gate *g);
+/* Write (or, without a state log, apply at once) one record; returns its seq. */
+uint64_t mirror_gate_append(struct mirror_gate *g, struct mirror_tstate *t, struct mirror_record *r);
+
+/* report.c: one destination progress report (MIRROR_MSG_REPORT). */
+void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m);
+
+/* link.c: one configured mirror (NULL on ENOMEM or invalid sync_topics). */
+struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mirror *cm);
+/* Start its worker (not with MIRROR_GATE_NO_WORKERS). */
+void mirror_link_start(struct mirror_gate *g, struct mirror_link *l);
+/* Stop gating with l (async predicate), stop its worker, free it. */
+void mirror_link_free(struct mirror_link *l);
+
+/* bridge.c: worker/state-log/probe threads → loop. */
+/* Loop thread: one message, borrowed for the call. */
+typedef void (*mirror_bridge_deliver_cb)(void *arg, const struct mirror_msg *m);
+/* Loop thread: after the messages of one wake-up were delivered. */
+typedef void (*mirror_bridge_drained_cb)(void *arg);
+struct mirror_bridge *mirror_bridge_new(struct event_base *base, mirror_bridge_deliver_cb deliver,
+				       mirror_bridge_drained_cb drained, void *arg);
 void mirror_bridge_free(struct mirror_bridge *b);
 /* Any thread. Copies; returns -1 on ENOMEM. */
 int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct mirror_report *r);
@@ -199,14 +277,6 @@ void mirror_statelog_stop(struct mirror_statelog *s);
 /* Append one record (key "mirror/topic"); non-blocking. Loop thread. 0 or -1. */
 int mirror_statelog_append(struct mirror_statelog *s, const char *key, const char *value);
 
-/* lifecycle side of gate.c (ops.c uses them) */
-void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t len, int64_t offset);
-void mirror_gate_tick(struct mirror_gate *g);
-struct mirror_link *mirror_link_find(struct mirror_gate *g, const char *name);
-int64_t mirror_tstate_lag(const struct mirror_tstate *t); /* -1 unknown */
-/* Write (or, without a state log, apply at once) one record; returns its seq. */
-uint64_t mirror_gate_append(struct mirror_gate *g, struct mirror_tstate *t, struct mirror_record *r);
-
 /* ops.c: admin calls waiting for their records; compat probes */
 void mirror_ops_record_applied(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
 			       const struct mirror_lstate *before, const struct mirror_apply_out *out);
@@ -214,10 +284,6 @@ void mirror_ops_state_changed(struct mirror_gate *g);
 void mirror_ops_probe_done(struct mirror_gate *g, struct mirror_probe *p);
 void mirror_ops_free_all(struct mirror_gate *g);
 
-/* topics.c */
-int mirror_regex_compile(const struct conf_mirror *cm, regex_t **out, size_t *nout);
-void mirror_regex_free(regex_t *re, size_t n);
-bool mirror_regex_match(const regex_t *re, size_t n, const char *topic);
 
 /* worker.c */
 struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct conf_mirror *cm,

@@ -10,6 +10,11 @@
 
 #include "mirror/lifecycle.h"
 
+const char *mirror_type_str(enum mirror_type t)
+{
+	return t == MIRROR_SYNC ? "SYNC" : t == MIRROR_ASYNC ? "ASYNC" : "?";
+}
+
 const char *mirror_rec_kind_str(enum mirror_rec_kind k)
 {
 	static const char *const s[MIRROR_REC_COUNT] = {

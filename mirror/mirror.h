@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 struct event_base;
 struct conf;
@@ -104,11 +105,12 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 void mirror_wait_cancel(struct mirror_wait *w);
 
 /** Monotonic clock in ms, the gate's time base. Any thread. */
-int64_t mirror_now_ms(void);
-
-/* ------------------------------------------------------------------------ */
-/* Additions by the mirror module (not in the lead's first contract)        */
-/* ------------------------------------------------------------------------ */
+static inline int64_t mirror_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /** Mirror type of a (mirror, topic): KIP DesiredMirrorType / EffectiveMirrorType. */
 enum mirror_type {
@@ -158,7 +160,7 @@ struct mirror_report {
 };
 
 /**
- * Queue a report as if a mirror worker had sent it (tests, and the lead's
+ * Queue a report as if a mirror worker had sent it (tests and
  * integration tools). Copies everything; applied on the loop thread when the
  * loop next runs (like worker reports, through the same bridge). Unknown
  * mirror names are dropped there. Any thread. Returns 0, or -1 on ENOMEM.
@@ -201,6 +203,14 @@ int mirror_gate_partition_info(struct mirror_gate *g, const char *mirror, const 
 			       int32_t partition, struct mirror_partition_info *out);
 
 /**
+ * Whether `mirror` has sent any progress report (a partition with a known
+ * progress, ISR or MinISR). `why` (`n` bytes) gets the failure reason of a
+ * failing partition, "" when none. False for an unknown mirror. For /readyz.
+ * Loop thread.
+ */
+bool mirror_gate_mirror_reported(struct mirror_gate *g, const char *mirror, char *why, size_t n);
+
+/**
  * Every known (mirror, topic) as a JSON document (malloc'd, caller frees):
  * {"mirrors":[{"name":..,"offsets":..,"progress":..,"topics":[{"topic":..,
  * "destination_topic":..,"desired":"SYNC","effective":"ASYNC","released":false,
@@ -220,7 +230,7 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
 char *mirror_destination_topic(const char *pattern, const char *source_topic);
 
 /* ------------------------------------------------------------------------ */
-/* Lifecycle and the state log (issue 6; KIP "Registering Sync Replica",     */
+/* Lifecycle and the state log (KIP "Registering Sync Replica",              */
 /* "Unregistering", "Source-Side Release", "Recovery", "ASYNC→SYNC           */
 /* Promotion", "Command-Line Tool")                                         */
 /* ------------------------------------------------------------------------ */

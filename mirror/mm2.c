@@ -20,7 +20,7 @@
  * on the destination (markers fill offsets), and source offsets skipped by
  * markers or compaction only make the bound looser. Each can make H pass
  * the bound before the record is there, i.e. a false ack. So syncgate
- * detects the sparse case instead (mirror_mm2_check_syncs) and says so.
+ * detects the sparse case instead (progress.c, mm2_check_syncs) and says so.
  * Worker thread.
  */
 #include <stdlib.h>
@@ -94,64 +94,4 @@ void mirror_mm2_poll(struct mirror_worker *w, int timeout_ms)
 		}
 		rd_kafka_message_destroy(m);
 	}
-}
-
-void mirror_mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, const int32_t *pp, size_t n)
-{
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
-	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
-	size_t k = 0;
-	int64_t now = mirror_now_ms();
-	if (!l || !idx)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		struct mirror_wpart *wp = &tt[i]->parts[pp[i]];
-		if (wp->src_hw > wp->mm2_up + 1) {
-			rd_kafka_topic_partition_list_add(l, tt[i]->dst, pp[i]);
-			idx[k++] = i;
-		} else if (wp->syncs_behind || wp->syncs_behind_since_ms >= 0) {
-			wp->syncs_behind_since_ms = -1;
-			if (wp->syncs_behind)
-				mirror_worker_report_stall(w, tt[i], pp[i], "");
-			wp->syncs_behind = false;
-		}
-	}
-	if (k == 0 || mirror_list_end_offsets(w->dst, l, MIRROR_W_LIST_MS) != 0)
-		goto out;
-	for (size_t j = 0; j < k; j++) {
-		struct mirror_wtopic *t = tt[idx[j]];
-		struct mirror_wpart *wp = &t->parts[pp[idx[j]]];
-		const rd_kafka_topic_partition_t *e = &l->elems[j];
-		if (e->err || e->offset < 0)
-			continue;
-		/* records past the last sync: on the source, and already on the destination */
-		int64_t behind = wp->src_hw - (wp->mm2_up + 1);
-		int64_t ahead = e->offset - (wp->mm2_down + 1);
-		if (behind <= 0 || ahead < behind) {
-			wp->syncs_behind_since_ms = -1;
-			if (wp->syncs_behind)
-				mirror_worker_report_stall(w, t, pp[idx[j]], "");
-			wp->syncs_behind = false;
-			continue;
-		}
-		if (wp->syncs_behind_since_ms < 0)
-			wp->syncs_behind_since_ms = now;
-		if (wp->syncs_behind || now - wp->syncs_behind_since_ms < MIRROR_W_SYNCS_STALL_MS)
-			continue;
-		wp->syncs_behind = true;
-		mirror_worker_report_stall(w, t, pp[idx[j]], "offset-syncs behind the destination");
-		if (!w->syncs_warned) {
-			w->syncs_warned = true;
-			LOG_W("mirror_mm2_offset_syncs_behind", "mirror=%s topic=%s partition=%d source_hw=%lld "
-			      "synced_upstream=%lld destination_hw=%lld synced_downstream=%lld reason=\"the destination "
-			      "holds the records but MirrorMaker 2 emitted no offset-sync for them: acks and promotion "
-			      "stall; set offset.lag.max=0 on the MirrorMaker 2 flow (emit.offset-syncs.enabled=true)\"",
-			      w->name, t->topic, (int)pp[idx[j]], (long long)wp->src_hw, (long long)wp->mm2_up,
-			      (long long)e->offset, (long long)wp->mm2_down);
-		}
-	}
-out:
-	if (l)
-		rd_kafka_topic_partition_list_destroy(l);
-	free(idx);
 }

@@ -163,7 +163,7 @@ static const char *item_result(struct mirror_op *op, struct op_item *it, int64_t
 			 "%sreleased by source - recovery promotion pending lag drain", added);
 		return "PENDING_LAG";
 	}
-	int64_t lag = mirror_tstate_lag(t);
+	int64_t lag = mirror_tstate_lag(t, MIRROR_LAG_CURRENT, NULL);
 	if (lag == 0 && now < it->applied_ms + OP_PROMOTE_WAIT_MS)
 		return NULL; /* the decider promotes shortly */
 	if (lag >= 0)
@@ -410,12 +410,9 @@ static int probe_start(struct mirror_op *op, struct mirror_link *l, const char *
 	p->op = op;
 	p->mirror = strdup(l->name);
 	p->src_topic = strdup(topic);
-	p->dst_topic = mirror_destination_topic(l->cm->topic_name ? l->cm->topic_name : "{topic}", topic);
-	if (l->cm->offsets == CONF_OFFSETS_MM2) {
-		char def[300];
-		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", l->name);
-		p->mm2_topic = strdup(l->cm->mm2_offset_syncs_topic ? l->cm->mm2_offset_syncs_topic : def);
-	}
+	p->dst_topic = mirror_destination_topic(conf_mirror_topic_name(l->cm), topic);
+	if (l->cm->offsets == CONF_OFFSETS_MM2)
+		p->mm2_topic = conf_mirror_offset_syncs_topic(l->cm);
 	p->dst_conf = mirror_dest_conf(l->cm);
 	p->src_conf = mirror_source_conf(g->conf, l->name, "probe", false);
 	if (!p->mirror || !p->src_topic || !p->dst_topic || !p->dst_conf || !p->src_conf ||
@@ -508,6 +505,25 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
 	return op;
 }
 
+struct release_ctx {
+	struct mirror_op *op;
+	const regex_t *re;          /* --topics, or NULL: every topic */
+};
+
+/* Add (mirror, topic) to a --release-sync when it is SYNC and matches. */
+static void release_collect(struct mirror_tstate *t, void *arg)
+{
+	struct release_ctx *c = arg;
+	if (c->op->answered)
+		return; /* out of memory on an earlier topic */
+	if (t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
+		return;
+	if (c->re && regexec(c->re, t->topic, 0, NULL, 0) != 0)
+		return;
+	if (op_add_item(c->op, t->link->name, t->topic) != 0)
+		op_error(c->op, 500, "out of memory");
+}
+
 struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
 				      mirror_op_cb cb, void *arg)
 {
@@ -526,32 +542,20 @@ struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror,
 	regex_t re;
 	bool have_re = false;
 	if (topics_regex) {
-		size_t n = strlen(topics_regex) + 8;
-		char *anchored = malloc(n);
-		if (!anchored) {
+		char why[128];
+		int rc = conf_topic_regex_compile(&re, topics_regex, why, sizeof(why));
+		if (rc == REG_ESPACE) {
 			op_error(op, 500, "out of memory");
 			return op;
 		}
-		snprintf(anchored, n, "^(%s)$", topics_regex);
-		int rc = regcomp(&re, anchored, REG_EXTENDED | REG_NOSUB);
-		free(anchored);
 		if (rc != 0) {
 			op_error(op, 400, "invalid --topics regex \"%s\"", topics_regex);
 			return op;
 		}
 		have_re = true;
 	}
-	for (size_t b = 0; b < l->nbuckets; b++)
-		for (struct mirror_tstate *t = l->buckets[b]; t; t = t->next) {
-			if (t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
-				continue;
-			if (have_re && regexec(&re, t->topic, 0, NULL, 0) != 0)
-				continue;
-			if (op_add_item(op, l->name, t->topic) != 0) {
-				op_error(op, 500, "out of memory");
-				break;
-			}
-		}
+	struct release_ctx c = {.op = op, .re = have_re ? &re : NULL};
+	mirror_each_topic(NULL, l, release_collect, &c);
 	if (have_re)
 		regfree(&re);
 	if (op->answered)

@@ -9,7 +9,9 @@
  *   - high watermarks through rd_kafka_offsets_for_times(RD_KAFKA_OFFSET_END),
  *     which librdkafka batches into one ListOffsets per partition leader
  *     (isolation.level=read_uncommitted: the HW, not the LSO). Destination
- *     HW > offset ⇔ every destination ISR replica has it.
+ *     HW > offset ⇔ every destination ISR replica has it;
+ *   - `mm2`: whether the destination runs ahead of the offset-syncs
+ *     (mm2_check_syncs: MirrorMaker 2's offset.lag.max too high).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -42,7 +44,7 @@ void mirror_refresh_topics(struct mirror_worker *w)
 		if (mt->err)
 			continue;
 		struct mirror_wtopic *t = mirror_worker_topic(w, mt->topic, false);
-		if (!t && mirror_regex_match(w->re, w->nre, mt->topic)) {
+		if (!t && conf_topic_regexes_match(w->re, w->nre, mt->topic)) {
 			t = mirror_worker_topic(w, mt->topic, true);
 			if (t)
 				LOG_I("mirror_topic_tracked", "mirror=%s topic=%s destination_topic=%s partitions=%d",
@@ -189,7 +191,8 @@ void mirror_refresh_isr(struct mirror_worker *w)
 	free(min_isr);
 }
 
-rd_kafka_resp_err_t mirror_list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
+/* One ListOffsets(END) round over `list`; returns the request-level error. */
+static rd_kafka_resp_err_t list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
 					    int timeout_ms)
 {
 	for (int i = 0; i < list->cnt; i++)
@@ -227,7 +230,7 @@ static void dest_progress_leader(struct mirror_worker *w, struct mirror_wtopic *
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
 	for (size_t j = 0; j < n; j++)
 		rd_kafka_topic_partition_list_add(l, tt[idx[j]]->dst, pp[idx[j]]);
-	rd_kafka_resp_err_t err = mirror_list_end_offsets(w->dst, l, slow ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS);
+	rd_kafka_resp_err_t err = list_end_offsets(w->dst, l, slow ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS);
 	if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && leader >= 0)
 		slow_leader_mark(w, leader, mirror_now_ms());
 	LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu slow=%d result=%s", w->name,
@@ -312,6 +315,71 @@ static size_t all_partitions(struct mirror_worker *w, struct mirror_wtopic ***tt
 	return k;
 }
 
+/* mm2: partitions tt[i]/pp[i] whose offset-syncs lag their source HW — does
+ * the destination already hold the records (MM2 offset.lag.max too high)?
+ * A partition where it does, for MIRROR_W_SYNCS_STALL_MS, is reported
+ * stalled (mirror_report.stall) and a WARN names offset.lag.max once per
+ * worker; see mm2.c for why the gate does not release on this evidence. */
+static void mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, const int32_t *pp, size_t n)
+{
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
+	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
+	size_t k = 0;
+	int64_t now = mirror_now_ms();
+	if (!l || !idx)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		struct mirror_wpart *wp = &tt[i]->parts[pp[i]];
+		if (wp->src_hw > wp->mm2_up + 1) {
+			rd_kafka_topic_partition_list_add(l, tt[i]->dst, pp[i]);
+			idx[k++] = i;
+		} else if (wp->syncs_behind || wp->syncs_behind_since_ms >= 0) {
+			wp->syncs_behind_since_ms = -1;
+			if (wp->syncs_behind)
+				mirror_worker_report_stall(w, tt[i], pp[i], "");
+			wp->syncs_behind = false;
+		}
+	}
+	if (k == 0 || list_end_offsets(w->dst, l, MIRROR_W_LIST_MS) != 0)
+		goto out;
+	for (size_t j = 0; j < k; j++) {
+		struct mirror_wtopic *t = tt[idx[j]];
+		struct mirror_wpart *wp = &t->parts[pp[idx[j]]];
+		const rd_kafka_topic_partition_t *e = &l->elems[j];
+		if (e->err || e->offset < 0)
+			continue;
+		/* records past the last sync: on the source, and already on the destination */
+		int64_t behind = wp->src_hw - (wp->mm2_up + 1);
+		int64_t ahead = e->offset - (wp->mm2_down + 1);
+		if (behind <= 0 || ahead < behind) {
+			wp->syncs_behind_since_ms = -1;
+			if (wp->syncs_behind)
+				mirror_worker_report_stall(w, t, pp[idx[j]], "");
+			wp->syncs_behind = false;
+			continue;
+		}
+		if (wp->syncs_behind_since_ms < 0)
+			wp->syncs_behind_since_ms = now;
+		if (wp->syncs_behind || now - wp->syncs_behind_since_ms < MIRROR_W_SYNCS_STALL_MS)
+			continue;
+		wp->syncs_behind = true;
+		mirror_worker_report_stall(w, t, pp[idx[j]], "offset-syncs behind the destination");
+		if (!w->syncs_warned) {
+			w->syncs_warned = true;
+			LOG_W("mirror_mm2_offset_syncs_behind", "mirror=%s topic=%s partition=%d source_hw=%lld "
+			      "synced_upstream=%lld destination_hw=%lld synced_downstream=%lld reason=\"the destination "
+			      "holds the records but MirrorMaker 2 emitted no offset-sync for them: acks and promotion "
+			      "stall; set offset.lag.max=0 on the MirrorMaker 2 flow (emit.offset-syncs.enabled=true)\"",
+			      w->name, t->topic, (int)pp[idx[j]], (long long)wp->src_hw, (long long)wp->mm2_up,
+			      (long long)e->offset, (long long)wp->mm2_down);
+		}
+	}
+out:
+	if (l)
+		rd_kafka_topic_partition_list_destroy(l);
+	free(idx);
+}
+
 void mirror_poll_background(struct mirror_worker *w)
 {
 	struct mirror_wtopic **tt;
@@ -322,7 +390,7 @@ void mirror_poll_background(struct mirror_worker *w)
 		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
 		for (size_t i = 0; i < n; i++)
 			rd_kafka_topic_partition_list_add(l, tt[i]->topic, pp[i]);
-		rd_kafka_resp_err_t err = mirror_list_end_offsets(w->src, l, MIRROR_W_RPC_MS);
+		rd_kafka_resp_err_t err = list_end_offsets(w->src, l, MIRROR_W_RPC_MS);
 		if (err)
 			LOG_W("mirror_source_offsets_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
 		for (size_t i = 0; i < n; i++)
@@ -338,7 +406,7 @@ void mirror_poll_background(struct mirror_worker *w)
 				if (prog >= 0)
 					mirror_worker_report(w, tt[i], pp[i], prog, wp->src_hw, -1, -1, NULL);
 			}
-			mirror_mm2_check_syncs(w, tt, pp, n);
+			mm2_check_syncs(w, tt, pp, n);
 		} else {
 			dest_progress(w, tt, pp, n, true);
 		}

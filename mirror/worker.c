@@ -25,88 +25,6 @@
 
 #include "mirror/worker.h"
 
-/* ------------------------------------------------------------------------ */
-/* Thread-side helpers                                                      */
-/* ------------------------------------------------------------------------ */
-
-void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
-			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
-			  const char *error)
-{
-	struct mirror_report r = {
-		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
-		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
-	};
-	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
-		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
-		      w->name, t->topic, (int)p);
-}
-
-void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
-				const char *stall)
-{
-	struct mirror_report r = {
-		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
-		.progress = -1, .source_hw = -1, .isr = -1, .min_isr = -1, .stall = stall,
-	};
-	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
-		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
-		      w->name, t->topic, (int)p);
-}
-
-struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
-{
-	if (p < 0 || p >= MIRROR_MAX_PARTITIONS)
-		return NULL;
-	if (p >= t->npart_alloc) {
-		int32_t n = t->npart_alloc ? t->npart_alloc : 4;
-		while (n <= p)
-			n *= 2;
-		struct mirror_wpart *a = realloc(t->parts, (size_t)n * sizeof(*a));
-		if (!a)
-			return NULL;
-		for (int32_t i = t->npart_alloc; i < n; i++)
-			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
-						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
-						     .syncs_behind_since_ms = -1, .tail_hw = -1,
-						     .leader = -1};
-		t->parts = a;
-		t->npart_alloc = n;
-	}
-	return &t->parts[p];
-}
-
-struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *topic, bool create)
-{
-	for (size_t i = 0; i < w->ntopics; i++)
-		if (strcmp(w->topics[i].topic, topic) == 0)
-			return &w->topics[i];
-	if (!create)
-		return NULL;
-	if (w->ntopics == w->captopics) {
-		size_t cap = w->captopics ? w->captopics * 2 : 8;
-		struct mirror_wtopic *a = realloc(w->topics, cap * sizeof(*a));
-		if (!a)
-			return NULL;
-		w->topics = a;
-		w->captopics = cap;
-	}
-	struct mirror_wtopic *t = &w->topics[w->ntopics];
-	memset(t, 0, sizeof(*t));
-	t->npart = -1;
-	t->topic = strdup(topic);
-	t->dst = mirror_destination_topic(w->topic_name, topic);
-	if (!t->topic || !t->dst) {
-		free(t->topic);
-		free(t->dst);
-		return NULL;
-	}
-	t->dst_rkt = w->dst ? rd_kafka_topic_new(w->dst, t->dst, NULL) : NULL;
-	w->ntopics++;
-	w->reassign = true;
-	return t;
-}
-
 static void wtopic_free(struct mirror_wtopic *t)
 {
 	if (t->dst_rkt)
@@ -381,7 +299,7 @@ static void worker_free(struct mirror_worker *w)
 	for (size_t i = 0; i < w->ndq; i++)
 		free(w->dq[i].topic);
 	free(w->dq);
-	mirror_regex_free(w->re, w->nre);
+	conf_topic_regexes_free(w->re, w->nre);
 	free(w->name);
 	free(w->topic_name);
 	free(w->mm2_topic);
@@ -409,16 +327,14 @@ struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct 
 	w->progress = cm->progress;
 	w->poll_ms = cm->poll_interval_ms > 0 ? cm->poll_interval_ms : 5;
 	w->name = strdup(cm->name);
-	w->topic_name = strdup(cm->topic_name ? cm->topic_name : "{topic}");
+	w->topic_name = strdup(conf_mirror_topic_name(cm));
 	if (cm->offsets == CONF_OFFSETS_MM2) {
-		char def[300];
-		snprintf(def, sizeof(def), "mm2-offset-syncs.%s.internal", cm->name);
-		w->mm2_topic = strdup(cm->mm2_offset_syncs_topic ? cm->mm2_offset_syncs_topic : def);
+		w->mm2_topic = conf_mirror_offset_syncs_topic(cm);
 		w->mm2_conf = mirror_source_conf(conf, cm->name, "mm2", false);
 		if (!w->mm2_topic || !w->mm2_conf)
 			goto fail;
 	}
-	if (!w->name || !w->topic_name || mirror_regex_compile(cm, &w->re, &w->nre) != 0)
+	if (!w->name || !w->topic_name || conf_mirror_sync_topics_compile(cm, &w->re, &w->nre) != 0)
 		goto fail;
 	w->dst_conf = mirror_dest_conf(cm);
 	w->src_conf = mirror_source_conf(conf, cm->name, "src", false);

@@ -74,8 +74,8 @@ struct mirror_worker {
 	int poll_ms;
 	char *topic_name;
 	char *mm2_topic;
-	regex_t *re;
-	size_t nre;
+	regex_t *re;                     /* sync_topics, this thread's own copy (the conf */
+	size_t nre;                      /* it was started with may be replaced by a reload) */
 	rd_kafka_conf_t *dst_conf;       /* consumed when the thread creates its handles */
 	rd_kafka_conf_t *src_conf;
 	rd_kafka_conf_t *mm2_conf;
@@ -95,7 +95,7 @@ struct mirror_worker {
 	bool syncs_warned;               /* mm2: the offset.lag.max warning was logged */
 };
 
-/* worker.c */
+/* wtopic.c: the worker's topic table; reports to the loop (bridge) */
 void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error);
@@ -109,9 +109,6 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p);
 /* progress.c: ListOffsets(END) through offsets_for_times */
 void mirror_poll_demanded(struct mirror_worker *w, int64_t now);
 void mirror_poll_background(struct mirror_worker *w);
-/* One ListOffsets(END) round over `list`; returns the request-level error. */
-rd_kafka_resp_err_t mirror_list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
-					    int timeout_ms);
 void mirror_refresh_isr(struct mirror_worker *w);
 void mirror_refresh_topics(struct mirror_worker *w);
 
@@ -122,9 +119,6 @@ void mirror_tail_poll(struct mirror_worker *w, int timeout_ms);
 /* mm2.c */
 void mirror_mm2_assign(struct mirror_worker *w);
 void mirror_mm2_poll(struct mirror_worker *w, int timeout_ms);
-/* Partitions tt[i]/pp[i] whose offset-syncs lag their source HW: does the
- * destination already hold the records (offset.lag.max too high)? */
-void mirror_mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, const int32_t *pp, size_t n);
 /* Parse one offset-syncs record; 0 on success. Any thread (pure). */
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);

@@ -20,7 +20,6 @@
 #include <event2/dns.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
-#include <jansson.h>
 
 #include "proxy/proxy.h"
 
@@ -149,32 +148,14 @@ static bool mirror_reported(const struct proxy_admin *a, const char *name)
 
 /*
  * Whether mirror `name` has sent a progress report (any partition with a
- * known progress, ISR or MinISR), from the gate's description; latched in
+ * known progress, ISR or MinISR), asked of the gate; latched in
  * a->reported once true. Sets `why` to the last failure reason seen, if any.
  */
 static bool mirror_check_reported(struct proxy_admin *a, const char *name, char *why, size_t n)
 {
 	if (mirror_reported(a, name))
 		return true;
-	why[0] = 0;
-	char *text = mirror_gate_describe_json(a->gate, name, NULL);
-	json_t *root = text ? json_loads(text, 0, NULL) : NULL;
-	free(text);
-	bool seen = false;
-	json_t *m, *t, *p;
-	size_t i, j, k;
-	json_array_foreach(json_object_get(root, "mirrors"), i, m)
-		json_array_foreach(json_object_get(m, "topics"), j, t)
-			json_array_foreach(json_object_get(t, "partitions"), k, p) {
-				const char *r = json_string_value(json_object_get(p, "failing_reason"));
-				if (r && *r)
-					snprintf(why, n, "%s", r);
-				if (json_integer_value(json_object_get(p, "progress")) >= 0 ||
-				    json_integer_value(json_object_get(p, "isr")) >= 0 ||
-				    json_integer_value(json_object_get(p, "min_isr")) >= 0)
-					seen = true;
-			}
-	json_decref(root);
+	bool seen = mirror_gate_mirror_reported(a->gate, name, why, n);
 	char *copy = seen ? strdup(name) : NULL;
 	char **v = copy ? realloc(a->reported, (a->nreported + 1) * sizeof(*v)) : NULL;
 	if (v) {
@@ -219,7 +200,7 @@ static void readyz_cb(struct evhttp_request *req, void *arg)
 	if (ready)
 		evbuffer_add_printf(b, "ready\n");
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "text/plain");
-	evhttp_send_reply(req, ready ? 200 : 503, ready ? "OK" : "Service Unavailable", b);
+	evhttp_send_reply(req, ready ? 200 : 503, NULL, b); /* libevent's reason phrase */
 	evbuffer_free(b);
 }
 

@@ -46,11 +46,7 @@ static void reply_json(struct evhttp_request *req, int code, const char *body)
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", "application/json");
 	evbuffer_add(b, body, strlen(body));
-	const char *reason = code == 200 ? "OK" : code == 400 ? "Bad Request" : code == 401 ? "Unauthorized"
-			   : code == 403 ? "Forbidden" : code == 404 ? "Not Found" : code == 405 ? "Method Not Allowed"
-			   : code == 409 ? "Conflict" : code == 503 ? "Service Unavailable"
-			   : code == 504 ? "Gateway Timeout" : "Error";
-	evhttp_send_reply(req, code, reason, b);
+	evhttp_send_reply(req, code, NULL, b); /* NULL: libevent's reason phrase for `code` */
 	evbuffer_free(b);
 }
 

@@ -68,6 +68,15 @@ static char *errors_text(const struct conf_errors *e)
 	return buf;
 }
 
+/* Mirror `name` of `c`, or NULL. */
+static const struct conf_mirror *mirror_named(const struct conf *c, const char *name)
+{
+	for (size_t i = 0; i < c->nmirrors; i++)
+		if (!strcmp(c->mirrors[i].name, name))
+			return &c->mirrors[i];
+	return NULL;
+}
+
 static struct conf *load_ok(const char *yaml)
 {
 	struct conf_errors e = { 0 };
@@ -129,7 +138,7 @@ Test(conf, example_file_loads)
 	cr_expect_eq(c->code_not_enough_remote_replicas_after_append, 191);
 
 	cr_assert_eq(c->nmirrors, 1);
-	const struct conf_mirror *m = conf_mirror_find(c, "dr-east");
+	const struct conf_mirror *m = mirror_named(c, "dr-east");
 	cr_assert_not_null(m);
 	cr_expect_str_eq(m->bootstrap, "dr-east-1:9092,dr-east-2:9092");
 	cr_assert_eq(m->nprops, 4);
@@ -154,7 +163,7 @@ Test(conf, example_file_loads)
 	cr_expect_eq(c->admin_listen.port, 9464);
 	cr_expect(strstr(c->admin_token_file, "/admin.token") != NULL);
 	cr_expect_eq(c->log_level, LOG_INFO);
-	cr_expect_null(conf_mirror_find(c, "dr-west"));
+	cr_expect_null(mirror_named(c, "dr-west"));
 
 	conf_free(c);
 	conf_errors_free(&e);
@@ -457,4 +466,48 @@ Test(conf, reference_doc_is_current)
 	}
 	free(want);
 	free(have);
+}
+
+/* The table's CONF_F_WORKER flag, not a hand list, decides what restarts a
+ * mirror worker on reload. */
+Test(conf, worker_restarts_follow_the_settings_table)
+{
+	static const char *base = "listen: {kafka: \"127.0.0.1:9092\"}\nupstream: {broker: \"127.0.0.1:19092\"}\n"
+				  "mirrors:\n  - name: dr\n    bootstrap: \"d:9092\"\n";
+	static const struct {
+		const char *extra;
+		bool restart;
+	} cases[] = {
+		{"", false},
+		{"    sync_topic_demote_timeout_ms: 5000\n", false},
+		{"    poll_interval_ms: 7\n", true},
+		{"    sync_topics: [\"orders\"]\n", true},
+		{"    properties: {\"client.id\": \"x\"}\n", true},
+		{"    topic_name: \"dr.{topic}\"\n", true},
+		{"    offsets: mm2\n", true},
+	};
+	char doc[512];
+	snprintf(doc, sizeof(doc), "%s", base);
+	struct conf *a = load_ok(doc);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(doc, sizeof(doc), "%s%s", base, cases[i].extra);
+		struct conf *b = load_ok(doc);
+		cr_expect_eq(conf_mirror_worker_changed(a, &a->mirrors[0], b, &b->mirrors[0]), cases[i].restart,
+			     "case %zu: %s", i, cases[i].extra);
+		conf_free(b);
+	}
+	conf_free(a);
+}
+
+Test(conf, mirror_derived_defaults)
+{
+	struct conf *c = load_ok("listen: {kafka: \"127.0.0.1:9092\"}\nupstream: {broker: \"127.0.0.1:19092\"}\n"
+				 "mirrors:\n  - name: dr\n    bootstrap: \"d:9092\"\n");
+	const struct conf_mirror *m = &c->mirrors[0];
+	cr_expect_str_eq(conf_mirror_topic_name(m), "{topic}");
+	cr_expect_eq(conf_mirror_demote_timeout_ms(m), 30000);
+	char *t = conf_mirror_offset_syncs_topic(m);
+	cr_expect_str_eq(t, "mm2-offset-syncs.dr.internal");
+	free(t);
+	conf_free(c);
 }

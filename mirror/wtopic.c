@@ -1,0 +1,88 @@
+/*
+ * wtopic.c — a mirror worker's table of source topics and partitions, and
+ * how its progress sources (progress.c, tail.c, mm2.c) report to the loop.
+ * Worker thread only (each worker owns its table).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "mirror/worker.h"
+
+void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
+			  const char *error)
+{
+	struct mirror_report r = {
+		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
+		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
+	};
+	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
+		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
+		      w->name, t->topic, (int)p);
+}
+
+void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+				const char *stall)
+{
+	struct mirror_report r = {
+		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
+		.progress = -1, .source_hw = -1, .isr = -1, .min_isr = -1, .stall = stall,
+	};
+	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
+		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
+		      w->name, t->topic, (int)p);
+}
+
+struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
+{
+	if (p < 0 || p >= MIRROR_MAX_PARTITIONS)
+		return NULL;
+	if (p >= t->npart_alloc) {
+		int32_t n = t->npart_alloc ? t->npart_alloc : 4;
+		while (n <= p)
+			n *= 2;
+		struct mirror_wpart *a = realloc(t->parts, (size_t)n * sizeof(*a));
+		if (!a)
+			return NULL;
+		for (int32_t i = t->npart_alloc; i < n; i++)
+			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
+						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
+						     .syncs_behind_since_ms = -1, .tail_hw = -1,
+						     .leader = -1};
+		t->parts = a;
+		t->npart_alloc = n;
+	}
+	return &t->parts[p];
+}
+
+struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *topic, bool create)
+{
+	for (size_t i = 0; i < w->ntopics; i++)
+		if (strcmp(w->topics[i].topic, topic) == 0)
+			return &w->topics[i];
+	if (!create)
+		return NULL;
+	if (w->ntopics == w->captopics) {
+		size_t cap = w->captopics ? w->captopics * 2 : 8;
+		struct mirror_wtopic *a = realloc(w->topics, cap * sizeof(*a));
+		if (!a)
+			return NULL;
+		w->topics = a;
+		w->captopics = cap;
+	}
+	struct mirror_wtopic *t = &w->topics[w->ntopics];
+	memset(t, 0, sizeof(*t));
+	t->npart = -1;
+	t->topic = strdup(topic);
+	t->dst = mirror_destination_topic(w->topic_name, topic);
+	if (!t->topic || !t->dst) {
+		free(t->topic);
+		free(t->dst);
+		return NULL;
+	}
+	t->dst_rkt = w->dst ? rd_kafka_topic_new(w->dst, t->dst, NULL) : NULL;
+	w->ntopics++;
+	w->reassign = true;
+	return t;
+}
+
