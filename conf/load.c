@@ -785,6 +785,7 @@ void conf_free(struct conf *c)
 	for (size_t i = 0; i < c->nmirrors; i++)
 		free_mirror(&c->mirrors[i]);
 	free(c->mirrors);
+	free(c->gate_timeout_answers);
 	free(c->state_topic);
 	free(c->admin_listen.host);
 	free(c->admin_token_file);

@@ -86,6 +86,9 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 		int16_t code = wp->outcome == MIRROR_TIMEOUT ? codes.mirror_sync_replication_timeout
 							      : codes.not_enough_remote_replicas_after_append;
 		int16_t sent = codec_produce_error_downmap(code, e->client_version, &codes);
+		int answer = wp->outcome == MIRROR_TIMEOUT ? proxy_client_timeout_answer(c) : 0;
+		if (answer > 0)
+			sent = code = (int16_t)answer; /* gate.timeout_answers: as configured */
 		if (sent != code)
 			metric_add(m_downmapped, 1);
 		struct codec_produce_partition_resp *p =
@@ -256,7 +259,8 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	/* release a little before the client's own request timeout fires, so
 	 * it gets the error code rather than a disconnect */
 	timeout -= timeout / 10 < 1000 ? timeout / 10 : 1000;
-	if (timeout > c->srv->conf->gate_max_hold_ms)
+	if (timeout > c->srv->conf->gate_max_hold_ms ||
+	    proxy_client_timeout_answer(c) == PROXY_ANSWER_HOLD)
 		timeout = c->srv->conf->gate_max_hold_ms;
 	e->state = PROXY_ENTRY_HELD;
 	/* parts already failed safe (unknown TopicId) are left as they are by the gate */

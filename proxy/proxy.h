@@ -120,6 +120,9 @@ struct proxy_conn {
 	bool client_paused;            /* client reads disabled by backpressure */
 	bool upstream_paused;          /* upstream reads disabled by backpressure */
 	const char *close_reason;      /* DRAINING: why, for the log */
+	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
+	char client_version[32];       /* ClientSoftwareVersion */
+	bool client_named;             /* client_name came from ApiVersions v3+ */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -240,6 +243,23 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
 /** Release the entry's wait without sending (connection closing). */
 void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e);
+
+/* client.c: who the client is, and the answer to its timed-out held Produce */
+#define PROXY_ANSWER_ERROR 0   /* the sync error code (down-mapped), the KIP's behaviour */
+#define PROXY_ANSWER_HOLD (-1) /* no answer at the request's deadline: hold to gate.max_hold_ms */
+/**
+ * Learn the client's software name and version from an ApiVersions v3+
+ * request, or (until then) its client id from any request header. `iov`
+ * covers the frame from its header on; `in` holds the whole frame.
+ */
+void proxy_client_note(struct proxy_conn *c, struct evbuffer *in, size_t len,
+		       const struct codec_request_header *h, const struct codec_iov *iov, int niov);
+/**
+ * How a held Produce of this client that times out is answered
+ * (`gate.timeout_answers`): PROXY_ANSWER_ERROR, PROXY_ANSWER_HOLD, or an
+ * error code (> 0) sent as it is.
+ */
+int proxy_client_timeout_answer(const struct proxy_conn *c);
 
 /* rewrite.c */
 /** codec_endpoint_fn for this server's advertised addresses. */
