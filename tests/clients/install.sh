@@ -30,9 +30,11 @@ stamp_of() { # a digest of the given strings and files under $here
 }
 fresh() { [ -f "$1/.stamp" ] && [ "$(cat "$1/.stamp")" = "$2" ]; }
 done_part() { echo "$2" > "$1/.stamp"; echo "$1"; }
+need() { command -v "$1" >/dev/null || { echo "install.sh: '$1' not found on PATH ($2)" >&2; return 1; }; }
 
 part_go() {
   local d="$cache/go" st
+  need go "Go >= the go line of go/go.mod; the Go toolchain is not a Debian 12 package that new" || return 1
   st="$(stamp_of "$(go version)" go/go.mod go/go.sum go/proto/proto.go go/franzprod/main.go go/saramaprod/main.go)"
   fresh "$d" "$st" && { echo "$d"; return; }
   mkdir -p "$d" && (cd "$here/go" && GOFLAGS=-mod=readonly go build -trimpath -o "$d/" ./franzprod ./saramaprod) \
@@ -41,6 +43,7 @@ part_go() {
 
 part_node() {
   local d="$cache/node" st
+  need npm "Node.js >= 14 with npm; Debian: apt-get install nodejs npm" || return 1
   st="$(stamp_of "$(node --version)" node/package.json node/package-lock.json)"
   fresh "$d" "$st" && { echo "$d"; return; }
   rm -rf "$d" && mkdir -p "$d" && cp "$here/node/package.json" "$here/node/package-lock.json" "$d/" \
@@ -57,6 +60,7 @@ part_venv() { # NAME PIP-SPEC
 
 part_java() { # NAME VERSION
   local d="$cache/$1" st
+  need mvn "deploy/install-deps.sh installs maven" && need javac "a JDK (javac)" || return 1
   st="$(stamp_of "$2" java/pom.xml java/LineProd.java "$(javac -version 2>&1)")"
   fresh "$d" "$st" && { echo "$d"; return; }
   rm -rf "$d" && mkdir -p "$d/classes" \

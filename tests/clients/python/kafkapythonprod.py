@@ -16,7 +16,8 @@ want = {
     "retries": int(o.get("retries", 1000)), "retry_backoff_ms": 100,
     "enable_idempotence": o.get("idempotent", "1") == "1",
     "delivery_timeout_ms": int(o.get("delivery_timeout_ms", 120000)),
-    "max_in_flight_requests_per_connection": 5,
+    # 2.x allows idempotence only with one request in flight
+    "max_in_flight_requests_per_connection": 1 if kafka.__version__.startswith("2.") else 5,
 }
 # kafka-python 2.0 knows neither idempotence nor delivery_timeout_ms
 conf = {k: v for k, v in want.items() if k in KafkaProducer.DEFAULT_CONFIG}
