@@ -2,8 +2,9 @@
  * Who the client is, and how a held Produce that times out is answered to
  * it (config `gate.timeout_answers`, issue 15). The client software name and
  * version come from its ApiVersions v3+ request (ClientSoftwareName/
- * ClientSoftwareVersion); a client that sends none (ApiVersions v0–v2:
- * KafkaJS, kafka-python 2.0) is known by the client id of its first request.
+ * ClientSoftwareVersion); a client that sends none on a connection
+ * (ApiVersions v0–v2 or none at all: KafkaJS, kafka-python 2.x on its
+ * produce connections) is known by the client id of its first request.
  * Loop thread.
  */
 #include <ctype.h>
@@ -56,7 +57,12 @@ static bool entry_matches(const struct proxy_conn *c, const char *e, size_t n)
 {
 	const char *slash = memchr(e, '/', n);
 	size_t nlen = slash ? (size_t)(slash - e) : n;
-	if (strlen(c->client_name) != nlen || strncasecmp(c->client_name, e, nlen) != 0)
+	size_t have = strlen(c->client_name);
+	if (have < nlen || strncasecmp(c->client_name, e, nlen) != 0)
+		return false;
+	/* a software name matches whole; a client id also as "NAME-..."
+	 * (kafka-python's default ids are "kafka-python-producer-N") */
+	if (have != nlen && (c->client_named || c->client_name[nlen] != '-'))
 		return false;
 	if (!slash)
 		return true;

@@ -15,7 +15,8 @@ test_timeout_then_next_record — scenario S20: idempotent, retries 1, request
   out), the mirror resumes, then record B: every record the client saw
   acknowledged must be stored at its offset. Run with syncgate's default
   answer to a timed-out held batch (error 20 for Produce < 14) and with
-  `gate.timeout_answers: NAME=hold`; the known-bad combinations are xfail
+  `gate.timeout_answers: NAME=hold` or `=45` for kafka-python 2.x; the
+  known-bad combinations are xfail
   (strict: the test fails if they stop losing records, so the table in
   docs/clients.md stays true).
 """
@@ -134,7 +135,12 @@ def software_seen(sg) -> set[str]:
 
 
 @pytest.mark.parametrize("spec", CLIENTS, ids=IDS)
-def test_matrix(spec, make_syncgate, make_testmirror, source, dest, topic_name):
+def test_matrix(spec, make_syncgate, make_testmirror, source, dest, topic_name, request):
+    if spec.id == f"kafkajs-{V['KAFKAJS']}":
+        # measured: a retried batch and a later one share a sequence number,
+        # so one record is acknowledged at another's offset and the other
+        # is stored twice (docs/clients.md)
+        request.applymarker(pytest.mark.xfail(strict=True, reason="KafkaJS reuses sequences"))
     sg, mirror = gated(source, dest, make_syncgate, make_testmirror, topic_name)
     n = 40
     t0 = time.monotonic()
@@ -164,15 +170,25 @@ def test_matrix(spec, make_syncgate, make_testmirror, source, dest, topic_name):
     assert sg.metric("syncgate_held_responses") == 0
 
 
-# S20 outcomes measured with each answer (docs/clients.md): these lose record B
+# S20 outcomes measured with each answer (docs/clients.md): these lose record B.
+# KafkaJS hands a failed batch's sequence to the next batch whatever the
+# answer (measured: error 20, hold, 45); kafka-python 2.x after error 20 only.
 LOSES_B = {
     (f"kafkajs-{V['KAFKAJS']}", "error"), (f"kafkajs-{V['KAFKAJS']}", "hold"),
-    (f"kafka-python-{V['KAFKA_PYTHON_2']}", "error"),
+    (f"kafkajs-{V['KAFKAJS']}", "45"), (f"kafka-python-{V['KAFKA_PYTHON_2']}", "error"),
 }
 
 
-@pytest.mark.parametrize("answer", ["error", "hold"])
-@pytest.mark.parametrize("spec", CLIENTS, ids=IDS)
+# every client with syncgate's default answer (one sarama protocol version:
+# they behave alike), and kafka-python 2.x's alternatives (45 is the
+# recommended setting); SG_CLIENT_MATRIX_ALL=1 adds every answer for KafkaJS.
+SEQ_CASES = [(s, "error") for s in CLIENTS if "-proto-" not in s.id] + [
+    (s, a) for s in CLIENTS for a in ("hold", "45")
+    if s.id == f"kafka-python-{V['KAFKA_PYTHON_2']}" or
+    (os.environ.get("SG_CLIENT_MATRIX_ALL") and s.id == f"kafkajs-{V['KAFKAJS']}")]
+
+
+@pytest.mark.parametrize("spec,answer", SEQ_CASES, ids=[f"{s.id}-{a}" for s, a in SEQ_CASES])
 def test_timeout_then_next_record(spec, answer, make_syncgate, make_testmirror, source, dest,
                                   topic_name, request):
     if (spec.id, answer) in LOSES_B:
@@ -192,7 +208,7 @@ def test_timeout_then_next_record(spec, answer, make_syncgate, make_testmirror, 
         t0 = time.monotonic()
         c.send(0, "A")
         try:
-            c.flush(timeout=20)
+            c.flush(timeout=14)
             a_paused = True
         except AssertionError:
             a_paused = False  # no outcome while paused: the client keeps retrying
