@@ -138,6 +138,7 @@ struct conf {
 	enum conf_v14 gate_advertise_produce_v14;
 	int16_t code_mirror_sync_replication_timeout;         /* default 190 */
 	int16_t code_not_enough_remote_replicas_after_append; /* default 191 */
+	char *gate_timeout_answers; /* "NAME[/VERSION]=error|hold|CODE, ..."; NULL: error for all */
 
 	struct conf_mirror *mirrors;
 	size_t nmirrors;

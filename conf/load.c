@@ -786,6 +786,7 @@ void conf_free(struct conf *c)
 	}
 	free(c->consumers_exempt_client_ids);
 	free(cres);
+	free(c->gate_timeout_answers);
 	free(c->state_topic);
 	free(c->admin_listen.host);
 	free(c->admin_token_file);

@@ -133,6 +133,38 @@ static const char *check_topic_name(const char *v, char *buf, size_t n)
 	return NULL;
 }
 
+/* gate.timeout_answers: comma-separated `NAME[/VERSION-PREFIX]=error|hold|CODE`. */
+static const char *check_timeout_answers(const char *v, char *buf, size_t n)
+{
+	for (const char *p = v; *p;) {
+		while (*p == ',' || *p == ' ')
+			p++;
+		if (!*p)
+			break;
+		size_t len = strcspn(p, ",");
+		const char *eq = memchr(p, '=', len);
+		if (!eq || eq == p) {
+			snprintf(buf, n, "'%.*s': expected NAME[/VERSION]=error|hold|CODE", (int)len, p);
+			return buf;
+		}
+		const char *a = eq + 1;
+		while (*a == ' ')
+			a++;
+		size_t alen = len - (size_t)(a - p);
+		while (alen > 0 && a[alen - 1] == ' ')
+			alen--;
+		char *end;
+		long code = strtol(a, &end, 10);
+		bool word = (alen == 4 && !strncmp(a, "hold", 4)) || (alen == 5 && !strncmp(a, "error", 5));
+		if (!word && (alen == 0 || end != a + alen || code < 1 || code > 32767)) {
+			snprintf(buf, n, "'%.*s': the answer must be error, hold or an error code 1..32767", (int)len, p);
+			return buf;
+		}
+		p += len;
+	}
+	return NULL;
+}
+
 /* ---- host:port ---- */
 
 const char *conf_addr_parse(const char *s, bool port0, struct conf_addr *out)
@@ -282,6 +314,16 @@ const struct conf_setting conf_settings[] = {
 	{ "gate.max_hold_ms", CONF_T_INT, C(gate_max_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "30000", NULL, NULL,
 	  "Cap on a Produce request's `TimeoutMs`: a held response fails with `mirror_sync_replication_timeout` "
 	  "after min(TimeoutMs, max_hold_ms) milliseconds." },
+	{ "gate.timeout_answers", CONF_T_STRING, C(gate_timeout_answers), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_timeout_answers,
+	  "How a held Produce that reaches its deadline is answered, per client: a comma-separated list of "
+	  "`NAME[/VERSION]=ANSWER`. NAME is the ClientSoftwareName of the client's ApiVersions v3+ request "
+	  "(e.g. `apache-kafka-java`, `librdkafka`, `kafka-python`, `kgo`, `sarama`), compared without case, or, "
+	  "for a client that sends none (KafkaJS; kafka-python 2.x on its produce connections), its client id, "
+	  "whole or up to a `-` (`kafka-python` matches `kafka-python-producer-1`); VERSION, when given, is a "
+	  "prefix of ClientSoftwareVersion. ANSWER: `error` (the sync error code, down-mapped to 20 for "
+	  "Produce < 14: the KIP's behaviour and the default for every client), `hold` (no answer at the request's "
+	  "deadline: the response stays held until the mirrors converge or `max_hold_ms` passes, so the client's "
+	  "own timeout and retry decide), or an error code sent as it is. First match wins. See docs/clients.md." },
 	{ "gate.acks1", CONF_T_ENUM, C(gate_acks1), 0, CONF_F_LIVE, 0, 0, "pass", acks1_names, NULL,
 	  "`pass`: acks=1 responses are never held. `gate`: acks=1 is gated like acks=all." },
 	{ "gate.advertise_produce_v14", CONF_T_ENUM, C(gate_advertise_produce_v14), 0, 0, 0, 0, "auto", v14_names, NULL,

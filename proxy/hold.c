@@ -70,6 +70,39 @@ static bool any_topic_gated(struct proxy_conn *c, const struct codec_produce_req
 	return false;
 }
 
+/*
+ * A transactional batch (RecordBatch attributes bit 4) that timed out
+ * waiting for an `offsets: mm2` mirror: an MM2 that copies only committed
+ * records (exactly-once, read_committed) waits for a COMMIT the producer
+ * cannot send before these acks — a deadlock (README, Transactions). Warns
+ * at most once a minute.
+ */
+static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t i)
+{
+	static int64_t last_ms = -60000;
+	const struct mirror_wait_part *wp = &e->parts[i];
+	const struct codec_produce_partition_req *q =
+		request_partition(c, e->produce, wp->topic, wp->partition);
+	if (!q || !(q->last_batch.attributes & 0x10) || mirror_now_ms() - last_ms < 60000)
+		return;
+	const struct conf *cf = c->srv->conf;
+	for (size_t m = 0; m < cf->nmirrors; m++) {
+		const struct conf_mirror *mi = &cf->mirrors[m];
+		size_t n = mi->name ? strlen(mi->name) : 0;
+		/* the gate's timeout message starts "mirror NAME: " (the slowest one) */
+		if (mi->offsets != CONF_OFFSETS_MM2 || !n || strncmp(wp->message, "mirror ", 7) ||
+		    strncmp(wp->message + 7, mi->name, n) || wp->message[7 + n] != ':')
+			continue;
+		LOG_W("gate_txn_timeout_mm2", "conn=%llu topic=%s partition=%d mirror=%s hint=\"a held "
+		      "transactional batch timed out waiting for a MirrorMaker 2 mirror: if MM2 reads "
+		      "read_committed (exactly-once), it waits for the COMMIT that waits for these acks; "
+		      "run MM2 read_uncommitted or keep transactional topics ASYNC\"",
+		      (unsigned long long)c->id, wp->topic, wp->partition, mi->name);
+		last_ms = mirror_now_ms();
+		return;
+	}
+}
+
 /* Encode the (patched) response into a READY frame. */
 static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 {
@@ -86,12 +119,17 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 		int16_t code = wp->outcome == MIRROR_TIMEOUT ? codes.mirror_sync_replication_timeout
 							      : codes.not_enough_remote_replicas_after_append;
 		int16_t sent = codec_produce_error_downmap(code, e->client_version, &codes);
+		int answer = wp->outcome == MIRROR_TIMEOUT ? proxy_client_timeout_answer(c) : 0;
+		if (answer > 0)
+			sent = code = (int16_t)answer; /* gate.timeout_answers: as configured */
 		if (sent != code)
 			metric_add(m_downmapped, 1);
 		struct codec_produce_partition_resp *p =
 			&e->resp->topics[e->part_pos[i].topic].partitions[e->part_pos[i].partition];
 		if (codec_produce_partition_fail(p, sent, wp->message) < 0)
 			return -1;
+		if (wp->outcome == MIRROR_TIMEOUT)
+			warn_txn_timeout(c, e, i);
 		/* one line a second at most: a paused mirror fails every partition
 		 * of every request (the counters have them all) */
 		static int64_t last_log_ms;
@@ -256,7 +294,8 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	/* release a little before the client's own request timeout fires, so
 	 * it gets the error code rather than a disconnect */
 	timeout -= timeout / 10 < 1000 ? timeout / 10 : 1000;
-	if (timeout > c->srv->conf->gate_max_hold_ms)
+	if (timeout > c->srv->conf->gate_max_hold_ms ||
+	    proxy_client_timeout_answer(c) == PROXY_ANSWER_HOLD)
 		timeout = c->srv->conf->gate_max_hold_ms;
 	e->state = PROXY_ENTRY_HELD;
 	/* parts already failed safe (unknown TopicId) are left as they are by the gate */

@@ -124,6 +124,9 @@ struct proxy_conn {
 	bool upstream_paused;          /* upstream reads disabled by backpressure */
 	bool upstream_up;              /* upstream connect (and TLS handshake) done */
 	const char *close_reason;      /* DRAINING, LINGERING: why, for the log */
+	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
+	char client_version[32];       /* ClientSoftwareVersion */
+	bool client_named;             /* client_name came from ApiVersions v3+ */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -278,6 +281,22 @@ int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evb
 			 size_t len, size_t hdr_len);
 /** Release an entry's clamp state (held frame, watches, timer). */
 void proxy_clamp_free(struct proxy_entry *e);
+/* client.c: who the client is, and the answer to its timed-out held Produce */
+#define PROXY_ANSWER_ERROR 0   /* the sync error code (down-mapped), the KIP's behaviour */
+#define PROXY_ANSWER_HOLD (-1) /* no answer at the request's deadline: hold to gate.max_hold_ms */
+/**
+ * Learn the client's software name and version from an ApiVersions v3+
+ * request, or (until then) its client id from any request header. `iov`
+ * covers the frame from its header on; `in` holds the whole frame.
+ */
+void proxy_client_note(struct proxy_conn *c, struct evbuffer *in, size_t len,
+		       const struct codec_request_header *h, const struct codec_iov *iov, int niov);
+/**
+ * How a held Produce of this client that times out is answered
+ * (`gate.timeout_answers`): PROXY_ANSWER_ERROR, PROXY_ANSWER_HOLD, or an
+ * error code (> 0) sent as it is.
+ */
+int proxy_client_timeout_answer(const struct proxy_conn *c);
 
 /* rewrite.c */
 /** codec_endpoint_fn for this server's advertised addresses. */

@@ -196,6 +196,7 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		      c->peer, codec_err_str(err));
 		return -1;
 	}
+	proxy_client_note(c, in, len, &h, iov, niov);
 	if (h.api_key == CODEC_API_PRODUCE) {
 		metric_add(m_frames[0], 1);
 		return handle_produce(c, in, len, &h);

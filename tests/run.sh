@@ -92,6 +92,10 @@ if [ $integ -eq 1 ]; then
   step "Kafka jars (tests/kafka/fetch-jars.sh) and test mirror"
   bash tests/kafka/fetch-jars.sh >/dev/null || fail_step "tests/kafka/fetch-jars.sh"
   bash tests/kafka/build-testmirror.sh >/dev/null || fail_step "tests/kafka/build-testmirror.sh"
+  # the client matrix's clients (Go, npm, PyPI, Maven Central; cached under .cache/clients);
+  # a part that fails to install fails its own tests, the rest still run
+  step "client matrix clients (tests/clients/install.sh)"
+  bash tests/clients/install.sh >/dev/null || { failed=$((failed + 1)); notes+=("FAILED: tests/clients/install.sh"); }
   step "integration tests (real Apache Kafka)"
   junit="$(mktemp /tmp/syncgate-pytest.XXXXXX.xml)"
   # a state home of our own, so the leftover check below ignores e.g. a running sandbox
