@@ -34,7 +34,7 @@ case "$cmd" in
       esac
     done
     bin="${SG_TESTMIRROR:-$(bash "$SG_KAFKA_DIR/build-testmirror.sh")}"
-    skip=$(($(wc -c < "$lf" 2>/dev/null || echo 0) + 1))   # a restart appends to the same log
+    skip=1; [ -f "$lf" ] && skip=$(($(wc -c < "$lf") + 1))   # a restart appends to the same log
     sg_spawn "$pf" "$lf" "testmirror $name" "$bin" "${args[@]}"
     for _ in $(seq 50); do
       tail -c "+$skip" "$lf" 2>/dev/null | grep -q "started:" && break
