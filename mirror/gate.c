@@ -24,8 +24,9 @@
 
 #include "mirror/internal.h"
 
-static const double latency_buckets[] = {1, 2, 5, 10, 20, 50, 100, 200, 500,
-					 1000, 2000, 5000, 10000, 30000, 60000};
+/* seconds (Prometheus base unit) */
+static const double latency_buckets[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+					 1, 2, 5, 10, 30, 60};
 
 const char *mirror_outcome_str(enum mirror_outcome o)
 {
@@ -62,14 +63,25 @@ static uint64_t hash_str(const char *s)
 	return h;
 }
 
-/* Whether (mirror, topic) holds acks now. Until the state log has been read
- * up to its boot high watermark every topic gates (fail closed at restart:
- * the log may say any topic is effective SYNC — an operator can make one
- * SYNC with syncgate-ctl alone); once the log is read, waiters of topics
- * that turn out not to gate are released. */
+/* Whether (mirror, topic) holds acks now.
+ *
+ * Invariant 1, "only the current state releases" (DESIGN.md §3,
+ * docs/architecture.md): a waiter is released under the async predicate
+ * only by the state as of a log position that includes every record up to
+ * now — never by an intermediate state folded from history. Two kinds of
+ * folding are history, and every topic gates while they run:
+ *   - start-up catch-up: until the state log has been read up to the high
+ *     watermark it had at boot (the log may say any topic is effective SYNC,
+ *     even one made SYNC with syncgate-ctl alone, and a demotion in the
+ *     history must not release what the log's end state holds);
+ *   - a reload that adds a mirror and replays its kept records.
+ * Once folded, tstate_settle() releases the waiters of topics that turn out
+ * not to gate. A record delivered again (the state log consumer re-reads or
+ * rewinds) is skipped by its log offset in mirror_gate_apply_record(). */
 static bool tstate_gating(const struct mirror_tstate *t)
 {
-	if (!t->link->gate->state_ready)
+	const struct mirror_gate *g = t->link->gate;
+	if (!g->state_ready || g->replaying)
 		return true;
 	return t->ls.effective == MIRROR_SYNC && !t->ls.released;
 }
@@ -245,7 +257,7 @@ static void ref_done(struct mirror_ref *r, bool observe, int64_t now)
 	struct mirror_wait *w = r->w;
 	ref_detach(r);
 	if (observe)
-		metric_observe(r->t->link->m_latency, (double)(now - w->start_ms));
+		metric_observe(r->t->link->m_latency, (double)(now - w->start_ms) / 1000.0);
 	if (--w->remaining[r->part] == 0 && w->parts[r->part].outcome == MIRROR_PENDING)
 		part_resolved(w, r->part, MIRROR_SATISFIED);
 }
@@ -486,17 +498,37 @@ static void tstate_release_waiters(struct mirror_tstate *t)
 	}
 }
 
-/* The only place the effective type changes (plus entry actions). */
+/* The only place that releases waiters because of the mirror type: when
+ * (mirror, topic) does not gate as of the current state (tstate_gating). */
+static void tstate_settle(struct mirror_tstate *t)
+{
+	if (!tstate_gating(t))
+		tstate_release_waiters(t);
+}
+
+/* Every (mirror, topic) of link `l`, or of every link when `l` is NULL. */
+static void settle_all(struct mirror_gate *g, struct mirror_link *l)
+{
+	for (size_t i = 0; i < g->nlinks; i++) {
+		if (l && g->links[i] != l)
+			continue;
+		for (size_t b = 0; b < g->links[i]->nbuckets; b++)
+			for (struct mirror_tstate *t = g->links[i]->buckets[b]; t; t = t->next)
+				tstate_settle(t);
+	}
+}
+
+/* The only place the effective type changes. Waiters are not released
+ * here: the caller settles once the state is current (tstate_gating). */
 static void tstate_set_effective(struct mirror_tstate *t, enum mirror_type to, const char *why)
 {
 	if (t->ls.effective == to)
 		return;
-	LOG_I("mirror_topic_type_changed", "mirror=%s topic=%s from=%s to=%s reason=\"%s\"",
-	      t->link->name, t->topic, mirror_type_str(t->ls.effective), mirror_type_str(to), why);
+	LOG_I("mirror_topic_type_changed", "mirror=%s topic=%s from=%s to=%s reason=\"%s\"%s",
+	      t->link->name, t->topic, mirror_type_str(t->ls.effective), mirror_type_str(to), why,
+	      t->link->gate->state_ready && !t->link->gate->replaying ? "" : " replayed=true");
 	t->ls.effective = to;
 	t->pending_logged = false;
-	if (to == MIRROR_ASYNC)
-		tstate_release_waiters(t);
 	tstate_metrics(t);
 }
 
@@ -511,6 +543,7 @@ static void tstate_set_desired(struct mirror_tstate *t, enum mirror_type to)
 	if (to == MIRROR_ASYNC)
 		tstate_set_effective(t, MIRROR_ASYNC, "desired ASYNC (config)");
 	tstate_metrics(t);
+	tstate_settle(t);
 }
 
 int64_t mirror_tstate_lag(const struct mirror_tstate *t)
@@ -662,11 +695,7 @@ void mirror_gate_apply(struct mirror_gate *g, const struct mirror_msg *m)
 			LOG_I("mirror_state_log_caught_up", "topic=%s", g->conf->state_topic ? g->conf->state_topic : "?");
 		g->state_ready = true;
 		metric_set(g->m_state_ready, 1);
-		for (size_t i = 0; i < g->nlinks; i++) /* held while the log was read */
-			for (size_t b = 0; b < g->links[i]->nbuckets; b++)
-				for (struct mirror_tstate *t = g->links[i]->buckets[b]; t; t = t->next)
-					if (!tstate_gating(t))
-						tstate_release_waiters(t);
+		settle_all(g, NULL); /* held while the log was read: the end state decides */
 		mirror_gate_tick(g);
 		break;
 	case MIRROR_MSG_DECIDER:
@@ -765,11 +794,11 @@ int mirror_gate_inject_report(struct mirror_gate *g, const struct mirror_report 
 	return mirror_bridge_post(g->bridge, 0, r);
 }
 
-int mirror_gate_inject_record(struct mirror_gate *g, const char *json)
+int mirror_gate_inject_record(struct mirror_gate *g, const char *json, int64_t offset)
 {
 	if (!json)
 		return mirror_bridge_post_msg(g->bridge, MIRROR_MSG_STATE_CAUGHT_UP, -1, NULL, NULL, 0);
-	return mirror_bridge_post_msg(g->bridge, MIRROR_MSG_STATE_RECORD, -1, NULL, json, strlen(json));
+	return mirror_bridge_post_msg(g->bridge, MIRROR_MSG_STATE_RECORD, offset, NULL, json, strlen(json));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -824,8 +853,7 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 		if (after.desired == MIRROR_SYNC && l->worker) /* make the worker track it */
 			mirror_worker_demand(l->worker, t->topic, 0, -1, 0);
 	}
-	if (!tstate_gating(t)) /* e.g. replayed ALTER ASYNC while the log was read */
-		tstate_release_waiters(t);
+	tstate_settle(t); /* a no-op while history is folded (tstate_gating) */
 	tstate_metrics(t);
 	if (out.count_rejected) {
 		count_rejected(l, t->topic, out.reject);
@@ -861,6 +889,7 @@ static void replay_unapplied(struct mirror_gate *g, const char *name)
 	char **recs = g->unapplied;
 	g->unapplied = NULL;
 	g->nunapplied = 0;
+	g->replaying = true; /* history: no intermediate state releases a waiter */
 	for (size_t i = 0; i < n; i++) {
 		char m[256], t[512];
 		struct mirror_record r;
@@ -872,6 +901,8 @@ static void replay_unapplied(struct mirror_gate *g, const char *name)
 			recs[keep++] = recs[i];
 		}
 	}
+	g->replaying = false;
+	settle_all(g, mirror_link_find(g, name));
 	/* records applied above for other (still unknown) mirrors were re-kept */
 	for (size_t i = 0; i < g->nunapplied; i++)
 		free(g->unapplied[i]);
@@ -884,6 +915,16 @@ void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t le
 {
 	char mirror[256], topic[512];
 	struct mirror_record r;
+	if (offset >= 0) {
+		/* The log is folded once, in order: a record delivered again (the
+		 * consumer re-read or rewound after an error) is history. */
+		if (offset < g->log_next) {
+			LOG_W("mirror_state_record_skipped", "offset=%" PRId64 " next=%" PRId64
+			      " reason=\"delivered again; already applied\"", offset, g->log_next);
+			return;
+		}
+		g->log_next = offset + 1;
+	}
 	if (mirror_record_from_json(data, len, mirror, sizeof(mirror), topic, sizeof(topic), &r) != 0) {
 		LOG_W("mirror_state_record_malformed", "offset=%" PRId64 " reason=\"skipped by every reader\"", offset);
 		return;
@@ -988,8 +1029,8 @@ static struct mirror_link *link_new(struct mirror_gate *g, const struct conf_mir
 	char m[160], labels[200];
 	mirror_label_escape(m, sizeof(m), cm->name);
 	snprintf(labels, sizeof(labels), "mirror=\"%s\"", m);
-	l->m_latency = metric_get(METRIC_HISTOGRAM, "syncgate_mirror_sync_replication_latency_ms",
-				  "KIP MirrorSyncReplicationLatencyMs: held part registered -> this mirror has it",
+	l->m_latency = metric_get(METRIC_HISTOGRAM, "syncgate_mirror_sync_replication_latency_seconds",
+				  "KIP MirrorSyncReplicationLatencyMs, in seconds: held part registered -> this mirror has it",
 				  labels, latency_buckets, sizeof(latency_buckets) / sizeof(latency_buckets[0]));
 	return l;
 }

@@ -127,6 +127,8 @@ struct mirror_gate {
 	/* lifecycle (issue 6) */
 	struct mirror_statelog *log; /* NULL: records apply locally at once (no workers) */
 	bool state_ready;           /* the state log was read up to its boot HW */
+	bool replaying;             /* folding kept records of a mirror a reload added */
+	int64_t log_next;           /* state log offset after the last record applied */
 	bool decider;               /* this sidecar takes automatic decisions */
 	uint64_t origin;            /* this instance, in the records it writes */
 	uint64_t seq;               /* last record sequence number used */

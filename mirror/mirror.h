@@ -121,7 +121,7 @@ const char *mirror_type_str(enum mirror_type t);
 /** mirror_gate_new_ex() flags. */
 #define MIRROR_GATE_NO_WORKERS 0x1u /* start no librdkafka clients (tests: reports are injected) */
 #define MIRROR_GATE_STATE_PENDING 0x2u /* with NO_WORKERS: start as if the state log were still
-					* being read, until mirror_gate_inject_record(g, NULL) (tests) */
+					* being read, until mirror_gate_inject_record(g, NULL, -1) (tests) */
 
 /**
  * mirror_gate_new() with flags; mirror_gate_new(b, c) == mirror_gate_new_ex(b, c, 0).
@@ -268,11 +268,12 @@ struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror,
 
 /**
  * Queue one state-log record value (JSON, see lifecycle.h) as if the state
- * log had delivered it: tests replay logs through the same bridge and the
+ * log had delivered it at log offset `offset` (-1: no offset, never skipped
+ * as delivered again): tests replay logs through the same bridge and the
  * same apply path. Copies; applied when the loop next runs. `json` NULL
  * injects "state log caught up" instead. Any thread.
  */
-int mirror_gate_inject_record(struct mirror_gate *g, const char *json);
+int mirror_gate_inject_record(struct mirror_gate *g, const char *json, int64_t offset);
 
 /** Forget an admin call (its HTTP connection closed): no callback. Loop thread. */
 void mirror_op_cancel(struct mirror_op *op);

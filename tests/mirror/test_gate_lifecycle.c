@@ -252,7 +252,7 @@ Test(gate_lifecycle, stale_promotion_after_release_is_rejected_then_backs_off)
 	await(&a);
 	/* a promotion decided before the release lands after it */
 	cr_assert_eq(mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"REGISTER\","
-						   "\"recovery\":false}"), 0);
+						   "\"recovery\":false}", -1), 0);
 	pump();
 	struct mirror_topic_info ti = info("orders");
 	cr_assert_eq(ti.effective, MIRROR_ASYNC, "not silently re-established");
@@ -304,10 +304,10 @@ Test(gate_lifecycle, log_intent_survives_config_reload)
 Test(gate_lifecycle, records_of_other_writers_apply_in_order)
 {
 	promote2("orders");
-	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}");
-	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"SYNC\"}");
-	mirror_gate_inject_record(g, "not json");
-	mirror_gate_inject_record(g, "{\"mirror\":\"unknown\",\"topic\":\"orders\",\"op\":\"RELEASE\"}");
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}", -1);
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"SYNC\"}", -1);
+	mirror_gate_inject_record(g, "not json", -1);
+	mirror_gate_inject_record(g, "{\"mirror\":\"unknown\",\"topic\":\"orders\",\"op\":\"RELEASE\"}", -1);
 	pump();
 	struct mirror_topic_info ti = info("orders");
 	/* ASYNC then SYNC: demoted, then (lag still zero) promoted again */
@@ -358,7 +358,7 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 	cr_assert_eq(cr.calls, 0);
 	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
 	/* the log says: operator demoted it — still held until the log is read */
-	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}");
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}", -1);
 	pump();
 	cr_assert_eq(cr.calls, 0, "held while the rest of the log is unread");
 	/* a topic the config does not name: held until caught up as well */
@@ -367,7 +367,7 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 	cr_assert_not_null(mirror_gate_wait(g, &q, 1, mirror_now_ms() + 20000, on_done, &cq));
 	pump();
 	cr_assert_eq(cq.calls, 0, "held while the log is read");
-	mirror_gate_inject_record(g, NULL);
+	mirror_gate_inject_record(g, NULL, -1);
 	pump();
 	cr_assert(mirror_gate_state_ready(g));
 	cr_assert_eq(cr.calls, 1, "released under the async predicate");
@@ -381,7 +381,7 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 
 Test(gate_lifecycle, records_of_a_mirror_added_by_reload_are_applied_then)
 {
-	mirror_gate_inject_record(g, "{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}");
+	mirror_gate_inject_record(g, "{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}", -1);
 	pump();
 	static struct conf_mirror two[2];
 	static struct conf c2;
@@ -397,4 +397,156 @@ Test(gate_lifecycle, records_of_a_mirror_added_by_reload_are_applied_then)
 	cr_assert_eq(ti.desired, MIRROR_ASYNC, "the log's ALTER, not sync_topics");
 	cr_assert_eq(mirror_gate_topic_info(g, "dr", "orders", &ti), 0);
 	cr_assert_eq(ti.desired, MIRROR_SYNC);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Invariant 1 across restarts (issue 12, SCENARIOS S13): only the current   */
+/* state releases waiters; a record folded from history never does.         */
+/* ------------------------------------------------------------------------ */
+
+#define REC(op, extra) "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"" op "\"" extra "}"
+
+/* A gate that is still reading its state log, with one wait on orders[0]
+ * registered after the log's first record made the topic effective SYNC. */
+static struct cbrec restarting_with_wait(struct mirror_wait_part *p)
+{
+	mirror_gate_free(g);
+	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS | MIRROR_GATE_STATE_PENDING);
+	cr_assert_not_null(g);
+	mirror_gate_inject_record(g, REC("REGISTER", ",\"recovery\":false"), 0);
+	pump();
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	*p = (struct mirror_wait_part){.topic = "orders", .partition = 0, .last_offset = 5,
+				       .outcome = MIRROR_PENDING};
+	return (struct cbrec){0};
+}
+
+/* Replays `n` records at offsets 1.., then "caught up"; the wait must still
+ * be held at every step when the log's end state gates. */
+static void replay_then_catch_up(struct cbrec *cr, const char **recs, int n)
+{
+	for (int i = 0; i < n; i++) {
+		mirror_gate_inject_record(g, recs[i], i + 1);
+		pump();
+		cr_assert_eq(cr->calls, 0, "record %d of the history released a live waiter: %s", i + 1, recs[i]);
+	}
+	mirror_gate_inject_record(g, NULL, -1);
+	pump();
+	cr_assert(mirror_gate_state_ready(g));
+}
+
+Test(gate_lifecycle, restart_history_with_alter_async_never_releases)
+{
+	struct mirror_wait_part p;
+	struct cbrec cr = restarting_with_wait(&p);
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	const char *hist[] = {REC("ALTER", ",\"type\":\"ASYNC\""), REC("ALTER", ",\"type\":\"SYNC\""),
+			      REC("REGISTER", ",\"recovery\":false")};
+	replay_then_catch_up(&cr, hist, 3);
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	cr_assert_eq(cr.calls, 0, "the log's end state gates: still held");
+	report("orders", 0, 1, 5, 5, NULL); /* destination at 5: offset 5 not durable yet */
+	cr_assert_eq(cr.calls, 0);
+	report("orders", 0, 1, 6, 6, NULL);
+	cr_assert_eq(cr.calls, 1);
+	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+}
+
+Test(gate_lifecycle, restart_history_with_release_never_releases)
+{
+	struct mirror_wait_part p;
+	struct cbrec cr = restarting_with_wait(&p);
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	const char *hist[] = {REC("RELEASE", ""), REC("REGISTER", ",\"recovery\":true")};
+	replay_then_catch_up(&cr, hist, 2);
+	struct mirror_topic_info ti = info("orders");
+	cr_assert_eq(ti.effective, MIRROR_SYNC);
+	cr_assert(!ti.released);
+	cr_assert_eq(cr.calls, 0, "recovered by the log's end: still held");
+}
+
+Test(gate_lifecycle, restart_history_with_demote_never_releases)
+{
+	struct mirror_wait_part p;
+	struct cbrec cr = restarting_with_wait(&p);
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	const char *hist[] = {REC("DEMOTE", ""), REC("REGISTER", ",\"recovery\":true")};
+	replay_then_catch_up(&cr, hist, 2);
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	cr_assert_eq(cr.calls, 0, "re-promoted by the log's end: still held");
+}
+
+Test(gate_lifecycle, restart_history_ending_async_releases_only_when_caught_up)
+{
+	struct mirror_wait_part p;
+	struct cbrec cr = restarting_with_wait(&p);
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	const char *hist[] = {REC("ALTER", ",\"type\":\"ASYNC\"")};
+	replay_then_catch_up(&cr, hist, 1);
+	cr_assert_eq(cr.calls, 1, "the end state is ASYNC: released once caught up");
+	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+}
+
+Test(gate_lifecycle, a_record_delivered_again_is_not_applied_twice)
+{
+	struct mirror_wait_part p;
+	struct cbrec cr = restarting_with_wait(&p);
+	const char *hist[] = {REC("ALTER", ",\"type\":\"ASYNC\""), REC("ALTER", ",\"type\":\"SYNC\""),
+			      REC("REGISTER", ",\"recovery\":false")};
+	replay_then_catch_up(&cr, hist, 3);
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	/* the state log consumer rewinds: offsets 1.. arrive again, live */
+	mirror_gate_inject_record(g, hist[0], 1);
+	pump();
+	cr_assert_eq(cr.calls, 0, "a re-read ALTER ASYNC is history, not a demotion");
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	/* a genuinely new record still applies */
+	mirror_gate_inject_record(g, hist[0], 4);
+	pump();
+	cr_assert_eq(cr.calls, 1, "a new ALTER ASYNC demotes and releases");
+	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+}
+
+Test(gate_lifecycle, reload_adding_a_mirror_with_a_demotion_in_its_history_gates_by_its_end_state)
+{
+	const char *dr2[] = {
+		"{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"REGISTER\",\"recovery\":false}",
+		"{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}",
+		"{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"SYNC\"}",
+		"{\"mirror\":\"dr2\",\"topic\":\"orders\",\"op\":\"REGISTER\",\"recovery\":false}",
+	};
+	for (int i = 0; i < 4; i++)
+		mirror_gate_inject_record(g, dr2[i], i);
+	pump();
+	/* a wait on "dr" (effective SYNC) is held across the reload */
+	promote2("orders");
+	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 15, .outcome = MIRROR_PENDING};
+	struct cbrec cr = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	static struct conf_mirror two[2];
+	static struct conf c2;
+	two[0] = mir;
+	two[1] = mir;
+	two[1].name = (char *)"dr2";
+	c2 = cfg;
+	c2.mirrors = two;
+	c2.nmirrors = 2;
+	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	pump();
+	cr_assert_eq(cr.calls, 0, "replaying dr2's history released a live waiter");
+	struct mirror_topic_info ti;
+	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
+	cr_assert_eq(ti.effective, MIRROR_SYNC, "dr2's end state");
+	/* a new produce waits for both */
+	struct mirror_wait_part q = {.topic = "orders", .partition = 1, .last_offset = 15, .outcome = MIRROR_PENDING};
+	struct cbrec cq = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &q, 1, mirror_now_ms() + 20000, on_done, &cq));
+	report("orders", 1, 2, 16, 16, NULL); /* "dr" only */
+	cr_assert_eq(cq.calls, 0, "dr2 has not reported: held");
+	struct mirror_report r2 = {.mirror = "dr2", .topic = "orders", .partition = 1, .npartitions = 2,
+				   .progress = 16, .source_hw = 16, .isr = 3, .min_isr = 2};
+	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	pump();
+	cr_assert_eq(cq.calls, 1);
+	cr_assert_eq(cq.o, MIRROR_SATISFIED);
 }
