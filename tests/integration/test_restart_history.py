@@ -200,24 +200,23 @@ def test_restart_with_automatic_demote_and_recovery_history_never_acks_early(
     restart_and_produce_while_paused(sg, source, dest, mirror, topic_name)
 
 
-def test_reload_adding_mirror_with_demotion_history_keeps_holding(
-        bed, make_syncgate, make_testmirror, make_cluster, source, dest, topic_name):
-    """A SIGHUP that adds mirror dr2 replays dr2's kept records (REGISTER,
-    ALTER ASYNC, ALTER SYNC, REGISTER): a response held for dr stays held,
-    and once dr has the record it still waits for dr2 (effective SYNC by the
-    log's end) — and new produces are held while dr2's mirror is paused."""
+def reload_setup(bed, make_syncgate, make_testmirror, make_cluster, source, dest, topic):
+    """Sidecar running mirror dr only, with mirror dr2's history (REGISTER,
+    PAD no-op ALTERs, ALTER ASYNC, ALTER SYNC, REGISTER) kept unapplied in the
+    state log; both test mirrors paused. Returns (sg, config adding dr2,
+    tm1, tm2, dest2)."""
     dest2 = make_cluster("dest2", brokers=1)
     for c in (source, dest, dest2):
-        c.create_topic(topic_name)
-    tm1 = make_testmirror([topic_name])
-    tm2 = make_testmirror([topic_name], dest=dest2)
+        c.create_topic(topic)
+    tm1 = make_testmirror([topic])
+    tm2 = make_testmirror([topic], dest=dest2)
     st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
-    dr, dr2 = mirror_conf("dr", dest, [topic_name]), mirror_conf("dr2", dest2, [topic_name])
+    dr, dr2 = mirror_conf("dr", dest, [topic]), mirror_conf("dr2", dest2, [topic])
     sg = start(make_syncgate, source, [dr, dr2], st, tok)
     for m in ("dr", "dr2"):
-        wait_state(sg, m, topic_name, effective="SYNC")
-    pad_state_log(source, st, "dr2", topic_name, n=1000)
-    demote_and_repromote(sg, "dr2", topic_name)
+        wait_state(sg, m, topic, effective="SYNC")
+    pad_state_log(source, st, "dr2", topic, n=1000)
+    demote_and_repromote(sg, "dr2", topic)
     # the same sidecar, started again without dr2: dr2's records are kept unapplied
     sg.stop()
     cfg = copy.deepcopy(sg.config)
@@ -226,44 +225,75 @@ def test_reload_adding_mirror_with_demotion_history_keeps_holding(
         yaml.safe_dump(cfg, f, sort_keys=False)
     sg.start()
     wait_until(lambda: describe(sg).get("state_ready"), timeout=30, what="state log read")
-    wait_state(sg, "dr", topic_name, effective="SYNC", timeout=30)
+    wait_state(sg, "dr", topic, effective="SYNC", timeout=30)
     assert [m["name"] for m in describe(sg)["mirrors"]] == ["dr"]
+    cfg["mirrors"] = [dr, dr2]
     tm1.pause()
     tm2.pause()
+    return sg, cfg, tm1, tm2, dest2
+
+
+def hold_then_reload(sg, cfg, topic) -> RawClient:
+    """A Produce held for dr, then the reload adding dr2: still held (the
+    replayed ALTER ASYNC of dr2 releases nothing), dr2 effective SYNC."""
+    c = RawClient("127.0.0.1", sg.port)
+    c.send(0, 9, produce_body(9, -1, 30000, {topic: {0: record_batch([b"held-by-dr"])}}))
+    wait_until(lambda: sg.metric("syncgate_held_responses") == 1, timeout=10, what="held for dr")
+    reload(sg, cfg)
+    t = topic_state(sg, "dr2", topic)
+    assert (t["desired"], t["effective"]) == ("SYNC", "SYNC"), t
+    assert held(c, 1.0), "released by the replayed history of dr2"
+    return c
+
+
+def test_reload_adding_mirror_with_demotion_history_holds_produces(
+        bed, make_syncgate, make_testmirror, make_cluster, source, dest, topic_name):
+    """A SIGHUP that adds mirror dr2 replays dr2's kept records: a response
+    held for dr stays held through the replay, and a produce after the
+    reload waits for dr2 (paused) and times out with error 20."""
+    sg, cfg, tm1, tm2, dest2 = reload_setup(bed, make_syncgate, make_testmirror, make_cluster, source,
+                                            dest, topic_name)
     try:
-        c1 = RawClient("127.0.0.1", sg.port)
-        c1.send(0, 9, produce_body(9, -1, 30000, {topic_name: {0: record_batch([b"held-by-dr"])}}))
-        wait_until(lambda: sg.metric("syncgate_held_responses") == 1, timeout=10, what="held for dr")
-        offset = source.high_watermark(topic_name, 0) - 1
-        cfg["mirrors"] = [dr, dr2]
-        reload(sg, cfg)
-        t = topic_state(sg, "dr2", topic_name)
-        assert (t["desired"], t["effective"]) == ("SYNC", "SYNC"), t
-        assert held(c1, 1.0), "released by the replayed history of dr2"
-        # dr gets the record; dr2 (paused) does not have it
-        tm1.resume()
-        wait_until(lambda: dest.high_watermark(topic_name, 0) > offset, timeout=30, what="dest has it")
-        ok = held(c1, 2.0)
-        if not ok:
-            _, body = c1.recv()
-            (p,) = parse_produce_response(body, 9).topics[topic_name]
-            assert p.error_code != 0 or dest2.high_watermark(topic_name, 0) > p.base_offset, (
-                f"FALSE ACK: offset {p.base_offset} acknowledged, dr2's destination high watermark "
-                f"{dest2.high_watermark(topic_name, 0)}")
-        # a new produce after the reload waits for dr2 and times out
+        hold_then_reload(sg, cfg, topic_name).close()
+        tm1.resume()  # dr has everything; dr2 (paused) has nothing
         c2 = RawClient("127.0.0.1", sg.port)
         t0 = time.monotonic()
         (p2,) = c2.produce(topic_name, 0, [b"after-reload"], timeout_ms=TIMEOUT_MS).topics[topic_name]
         elapsed = time.monotonic() - t0
+        assert p2.error_code != 0 or dest2.high_watermark(topic_name, 0) > p2.base_offset, \
+            f"FALSE ACK: offset {p2.base_offset}, dr2's destination high watermark {dest2.high_watermark(topic_name, 0)}"
         assert p2.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, (p2, elapsed)
-        assert elapsed >= 0.85 * TIMEOUT_MS / 1000, elapsed
+        assert 0.85 * TIMEOUT_MS / 1000 <= elapsed <= TIMEOUT_MS / 1000 + 1, elapsed
     finally:
         tm1.resume()
         tm2.resume()
-    if ok:
+
+
+def test_response_held_across_reload_waits_for_the_added_mirror(
+        bed, make_syncgate, make_testmirror, make_cluster, source, dest, topic_name):
+    """Invariant 1 across a reload: a response held for dr when the reload
+    adds dr2 (effective SYNC for the topic by the log's end) is not acked
+    once dr alone has the record: dr2 must have it too."""
+    sg, cfg, tm1, tm2, dest2 = reload_setup(bed, make_syncgate, make_testmirror, make_cluster, source,
+                                            dest, topic_name)
+    try:
+        c1 = hold_then_reload(sg, cfg, topic_name)
+        offset = source.high_watermark(topic_name, 0) - 1
+        tm1.resume()
+        wait_until(lambda: dest.high_watermark(topic_name, 0) > offset, timeout=30, what="dr's destination has it")
+        still_held = held(c1, 2.0)
+        if still_held:
+            tm2.resume()
         _, body = c1.recv()
         (p,) = parse_produce_response(body, 9).topics[topic_name]
-        assert p.error_code != 0 or dest2.high_watermark(topic_name, 0) > p.base_offset, p
+        dest2_hw = dest2.high_watermark(topic_name, 0)
+        assert p.error_code != 0 or dest2_hw > p.base_offset, (
+            f"FALSE ACK: offset {p.base_offset} acknowledged once dr had it; dr2's destination high "
+            f"watermark {dest2_hw} (its mirror paused)")
+        assert p.error_code == 0, p
+    finally:
+        tm1.resume()
+        tm2.resume()
 
 
 def _try_create(cluster, topic) -> bool:
