@@ -61,7 +61,7 @@ def test_random_faults_never_ack_what_the_destination_lacks(
         run.stop_producers()
     r = run.verify()
     print(f"faults by kind: {r['faults']}")
-    print(f"acks: {r['acks']}, checked (effective SYNC throughout): {r['checked']}, "
+    print(f"acks: {r['acks']} ({r['no_offset']} without offset), checked (effective SYNC throughout): {r['checked']}, "
           f"destination HW unreadable at ack: {r['hw_unreadable']}, read > 0.5 s after: {r['hw_late']}, violations: {len(r['violations'])}, "
           f"not on the destination as acked: {len(r['missing_or_different'])}")
     print(f"delivery errors: {r['errors']}; demotions: {r['demotions']}; monitor samples: {r['samples']} "
