@@ -11,8 +11,10 @@ a schedule (the seed is printed)."""
 
 from __future__ import annotations
 
+import collections
 import os
 import random
+import re
 import time
 import uuid
 
@@ -66,6 +68,9 @@ def test_random_faults_never_ack_what_the_destination_lacks(
           f"not on the destination as acked: {len(r['missing_or_different'])}")
     print(f"delivery errors: {r['errors']}; demotions: {r['demotions']}; monitor samples: {r['samples']} "
           f"({r['non_sync_samples']} not SYNC); duration {time.monotonic() - t0:.0f}s; seed {seed}")
+    demoted = collections.Counter(re.findall(r"mirror_topic_type_changed mirror=dr topic=\S+ from=SYNC to=ASYNC "
+                                             r"reason=\"([^\"]*)\"", sg.log()))
+    print(f"syncgate's SYNC -> ASYNC changes by reason: {dict(demoted)}")
     for a in r["violations"][:10]:
         print(f"  VIOLATION {a}")
     assert r["faults"] and sum(r["faults"].values()) == n
