@@ -66,7 +66,8 @@ def test_random_faults_never_ack_what_the_destination_lacks(
     print(f"acks: {r['acks']} ({r['no_offset']} without offset), checked (effective SYNC throughout): {r['checked']}, "
           f"destination HW unreadable at ack: {r['hw_unreadable']}, read > 0.5 s after: {r['hw_late']}, violations: {len(r['violations'])}, "
           f"not on the destination as acked: {len(r['missing_or_different'])}")
-    print(f"delivery errors: {r['errors']}; demotions: {r['demotions']}; monitor samples: {r['samples']} "
+    print(f"delivery errors: {r['errors']}; demotions: {r['demotions']} ({r['slow_promotions']} promoted "
+          f"again after > 10 s); monitor samples: {r['samples']} "
           f"({r['non_sync_samples']} not SYNC); duration {time.monotonic() - t0:.0f}s; seed {seed}")
     demoted = collections.Counter(re.findall(r"mirror_topic_type_changed mirror=dr topic=\S+ from=SYNC to=ASYNC "
                                              r"reason=\"([^\"]*)\"", sg.log()))
