@@ -31,7 +31,9 @@
  * --refresh-ms.  Pause / resume: SIGSTOP / SIGCONT. Stops cleanly (flushes
  * what it has read) on SIGTERM or SIGINT. A record the destination refuses for
  * good (e.g. topic deleted) is fatal: it exits 3, because the offsets would
- * no longer match.
+ * no longer match. A fatal error of the idempotent producer itself (librdkafka
+ * gives up on its sequence state, e.g. after a destination leader change)
+ * restarts the process in place (same pid), resuming as above.
  *
  * Build: cc -std=c11 -O2 -Wall -Wextra -o testmirror testmirror.c \
  *           $(pkg-config --cflags --libs rdkafka)
@@ -54,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -70,6 +73,7 @@ struct tm_topic {
 
 static volatile sig_atomic_t tm_stop;      /* set by SIGTERM / SIGINT */
 static volatile int tm_fatal;              /* set by a failed delivery */
+static volatile int tm_fatal_idempotence;  /* the producer's idempotence state is fatally broken */
 static bool tm_verbose, tm_strict;
 static int tm_settle_ms = 1500;
 static int64_t tm_copied, tm_delivered, tm_diverged;
@@ -127,6 +131,7 @@ static void tm_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaqu
         rd_kafka_fatal_error(rk, buf, sizeof buf);
         tm_log("FATAL: %s: %s", rd_kafka_name(rk), buf);
         tm_fatal = 1;
+        tm_fatal_idempotence = 1;
     } else if (tm_verbose) {
         tm_log("%s: %s: %s", rd_kafka_name(rk), rd_kafka_err2name(err), reason);
     }
@@ -476,5 +481,14 @@ int main(int argc, char **argv) {
         free(topics[t].tt_name);
     for (int r = 0; r < tm_npatterns; r++)
         regfree(&tm_patterns[r]);
+    if (tm_fatal_idempotence && !tm_stop) {
+        /* e.g. librdkafka's "rewound sequence number" after a destination
+         * leader change: what reached the destination is a prefix of what we
+         * sent, so start over like a restarted mirror, at the destination's
+         * high watermarks. */
+        tm_log("restarting: resuming at the destination's high watermarks");
+        execv("/proc/self/exe", argv);
+        tm_log("FATAL: re-exec: %s", strerror(errno));
+    }
     return tm_fatal ? 3 : 0;
 }
