@@ -151,6 +151,7 @@ class KafkaBed:
         args += list(extra)
         self.sh("testmirror.sh", *args)
         m = Mirror(self, "testmirror", name)
+        m.start_args = args
         self.mirrors[name] = m
         return m
 
@@ -234,10 +235,13 @@ class Mirror:
     """A running mirror (kind 'testmirror' or 'mm2'), controlled by its script.
 
     pause()/resume() send SIGSTOP/SIGCONT to the whole process: nothing is
-    copied while paused (lag on demand)."""
+    copied while paused (lag on demand). Test mirror only: kill() (SIGKILL)
+    and start() again with the same arguments; it resumes at the
+    destination's high watermarks."""
 
     def __init__(self, bed: KafkaBed, kind: str, name: str):
         self.bed, self.kind, self.name = bed, kind, name
+        self.start_args: list[str] = []
         self.script = "testmirror.sh" if kind == "testmirror" else "mm2.sh"
         self.log_path = os.path.join(bed.run_dir, "logs", f"{kind}.{name}.log")
         self.startup_seconds = 0.0
@@ -256,6 +260,15 @@ class Mirror:
     def stop(self) -> None:
         self.bed.sh(self.script, "stop", self.name)
         self.bed.mirrors.pop(self.name, None)
+
+    def kill(self) -> None:
+        """SIGKILL (test mirror): records in flight are lost or land later."""
+        self.bed.sh(self.script, "kill", self.name)
+
+    def start(self) -> None:
+        """Start again (test mirror) with the arguments it was started with."""
+        self.bed.sh(self.script, *self.start_args)
+        self.bed.mirrors[self.name] = self
 
     def log(self) -> str:
         with open(self.log_path, errors="replace") as f:

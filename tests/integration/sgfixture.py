@@ -106,6 +106,20 @@ class Syncgate:
     def stop(self, timeout: float = 15) -> Optional[int]:
         return self.proc.stop(timeout=timeout)
 
+    def kill(self) -> None:
+        """SIGKILL: no graceful stop, held responses are lost (a crash)."""
+        if self.proc.alive():
+            self.proc.popen.kill()
+        self.proc.popen.wait()
+
+    def start(self, wait: bool = True) -> None:
+        """Start again (after kill/stop) with the same config file and ports,
+        appending to the same log; wait: until the Kafka port accepts."""
+        assert not self.proc.alive(), f"{self.name} still running"
+        self.proc = self.bed.spawn(self.name, [SYNCGATE_BIN, "--config", self.path])
+        if wait:
+            wait_until(self._up, timeout=30, what=f"{self.name} listening on {self.bootstrap}")
+
 
 @pytest.fixture
 def make_syncgate(bed):

@@ -9,12 +9,21 @@
  * in for offset-preserving links (Cluster Linking, Redpanda Shadowing,
  * WarpStream Orbit, AutoMQ Linking, KIP-1279) in integration tests.
  *
- * Limits (by design, it is a test tool): it always starts from the beginning
- * of each partition and commits no position, so restart it only against
- * fresh destination topics; transactional source topics (control records
- * leave offset gaps) do not keep offsets. It reads read_uncommitted, and a
- * consumer only ever sees records below the source high watermark, i.e.
- * records the source already acknowledged to acks=all producers.
+ * Resuming: it commits no position; it starts each partition at the
+ * destination's high watermark (read_uncommitted), so a mirror killed and
+ * started again continues exactly where the destination stands and offsets
+ * stay identical. Records the killed instance had sent but whose delivery was
+ * not confirmed may still land after that first read (a request already in
+ * the broker, a follower that has not fetched it yet): so a partition whose
+ * destination is not empty is copied only once its high watermark has not
+ * moved for --settle-ms (default 1500; make it longer than the time a dead
+ * destination follower can stay in the ISR when one may be down). Every
+ * delivery report is checked: a record that landed at another offset than
+ * its source offset is logged ("offsets diverged"), and is fatal (exit 3)
+ * with --strict. Transactional source topics (control records leave offset
+ * gaps) do not keep offsets. It reads read_uncommitted, and a consumer only
+ * ever sees records below the source high watermark, i.e. records the
+ * source already acknowledged to acks=all producers.
  *
  * A partition is copied only once it exists on both sides; with
  * --create-topics the destination topic is created (same partition count,
@@ -22,7 +31,9 @@
  * --refresh-ms.  Pause / resume: SIGSTOP / SIGCONT. Stops cleanly (flushes
  * what it has read) on SIGTERM or SIGINT. A record the destination refuses for
  * good (e.g. topic deleted) is fatal: it exits 3, because the offsets would
- * no longer match.
+ * no longer match. A fatal error of the idempotent producer itself (librdkafka
+ * gives up on its sequence state, e.g. after a destination leader change)
+ * restarts the process in place (same pid), resuming as above.
  *
  * Build: cc -std=c11 -O2 -Wall -Wextra -o testmirror testmirror.c \
  *           $(pkg-config --cflags --libs rdkafka)
@@ -30,7 +41,7 @@
  * source's topic names (topics starting with "__" never match a regex).
  *
  * Usage: testmirror --source BOOTSTRAP --dest BOOTSTRAP --topic T [--topic T2...]
- *                   [--create-topics [--rf N]] [--refresh-ms MS] [--verbose]
+ *                   [--create-topics [--rf N]] [--refresh-ms MS] [--settle-ms MS] [--strict] [--verbose]
  *                   [-S key=value (source consumer)] [-D key=value (dest producer)]
  * Thread: single-threaded main loop (librdkafka runs its own threads).
  */
@@ -45,6 +56,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <librdkafka/rdkafka.h>
 
@@ -61,8 +73,10 @@ struct tm_topic {
 
 static volatile sig_atomic_t tm_stop;      /* set by SIGTERM / SIGINT */
 static volatile int tm_fatal;              /* set by a failed delivery */
-static bool tm_verbose;
-static int64_t tm_copied, tm_delivered;
+static volatile int tm_fatal_idempotence;  /* the producer's idempotence state is fatally broken */
+static bool tm_verbose, tm_strict;
+static int tm_settle_ms = 1500;
+static int64_t tm_copied, tm_delivered, tm_diverged;
 
 static void tm_log(const char *fmt, ...) {
     char ts[32];
@@ -99,6 +113,18 @@ static void tm_on_delivery(rd_kafka_t *rk, const rd_kafka_message_t *m, void *op
         return;
     }
     tm_delivered++;
+    int64_t want = (int64_t)(intptr_t)m->_private; /* the source offset, see tm_copy */
+    if (m->offset < 0) {
+        /* persisted, offset not reported (e.g. a retried batch answered
+         * DUPLICATE_SEQUENCE_NUMBER): nothing to compare */
+    } else if (m->offset != want) {
+        if (tm_diverged++ < 10 || tm_strict)
+            tm_log("%soffsets diverged: %s [%" PRId32 "] source offset %" PRId64
+                   " landed at destination offset %" PRId64,
+                   tm_strict ? "FATAL: " : "", rd_kafka_topic_name(m->rkt), m->partition, want, m->offset);
+        if (tm_strict)
+            tm_fatal = 1;
+    }
 }
 
 static void tm_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaque) {
@@ -108,6 +134,7 @@ static void tm_on_error(rd_kafka_t *rk, int err, const char *reason, void *opaqu
         rd_kafka_fatal_error(rk, buf, sizeof buf);
         tm_log("FATAL: %s: %s", rd_kafka_name(rk), buf);
         tm_fatal = 1;
+        tm_fatal_idempotence = 1;
     } else if (tm_verbose) {
         tm_log("%s: %s: %s", rd_kafka_name(rk), rd_kafka_err2name(err), reason);
     }
@@ -165,8 +192,38 @@ static void tm_create_dest(rd_kafka_t *prod, const char *topic, int parts, int r
     rd_kafka_NewTopic_destroy(nt);
 }
 
+/* Where to start copying topic[partition]: the destination's high
+ * watermark once it has not moved for tm_settle_ms (0 at once when the
+ * destination partition is empty); -1 when it cannot be read. */
+static int64_t tm_resume_offset(rd_kafka_t *prod, const char *topic, int partition) {
+    int64_t lo, hi, prev = -1, stable_since = 0;
+    for (;;) {
+        rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(prod, topic, partition, &lo, &hi, 5000);
+        if (err) {
+            tm_log("%s [%d]: destination high watermark: %s", topic, partition, rd_kafka_err2str(err));
+            return -1;
+        }
+        int64_t now = tm_now_ms();
+        if (hi == 0)
+            return 0;
+        if (hi != prev) {
+            if (prev >= 0)
+                tm_log("%s [%d]: destination high watermark moved %" PRId64 " -> %" PRId64 " (settling)",
+                       topic, partition, prev, hi);
+            prev = hi;
+            stable_since = now;
+        } else if (now - stable_since >= tm_settle_ms) {
+            return hi;
+        }
+        if (tm_stop)
+            return -1;
+        rd_kafka_poll(prod, 100);
+    }
+}
+
 /* Find partitions present on both sides and not yet assigned; assign them
- * from the beginning. Returns false on a metadata failure (retried later). */
+ * at the destination's high watermark. Returns false on a metadata failure
+ * (retried later). */
 static regex_t tm_patterns[TM_MAX_PATTERNS];
 static int tm_npatterns;
 
@@ -223,8 +280,17 @@ static bool tm_discover(rd_kafka_t *cons, rd_kafka_t *prod, struct tm_topic *top
             both = TM_MAX_PARTS;
         if (dp >= 0 && dp < sp && tt->tt_assigned < sp && tm_verbose)
             tm_log("%s: destination has %d partitions, source %d; copying %d", tt->tt_name, dp, sp, both);
-        for (int p = tt->tt_assigned; p < both; p++)
-            rd_kafka_topic_partition_list_add(add, tt->tt_name, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
+        int first = tt->tt_assigned;
+        for (int p = first; p < both; p++) {
+            int64_t at = tm_resume_offset(prod, tt->tt_name, p);
+            if (at < 0) { /* destination not answering: retried next round */
+                both = p;
+                break;
+            }
+            rd_kafka_topic_partition_list_add(add, tt->tt_name, p)->offset = at;
+            if (at > 0 || tm_verbose)
+                tm_log("%s [%d]: resuming at destination high watermark %" PRId64, tt->tt_name, p, at);
+        }
         if (both > tt->tt_assigned) {
             tm_log("copying %s partitions %d..%d", tt->tt_name, tt->tt_assigned, both - 1);
             tt->tt_assigned = both;
@@ -261,7 +327,7 @@ static bool tm_copy(rd_kafka_t *prod, const rd_kafka_message_t *m) {
             prod, RD_KAFKA_V_TOPIC(rd_kafka_topic_name(m->rkt)), RD_KAFKA_V_PARTITION(m->partition),
             RD_KAFKA_V_KEY(m->key, m->key_len), RD_KAFKA_V_VALUE(m->payload, m->len),
             RD_KAFKA_V_MSGFLAGS(RD_KAFKA_MSG_F_COPY), RD_KAFKA_V_TIMESTAMP(ts > 0 ? ts : 0),
-            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_END);
+            RD_KAFKA_V_HEADERS(hdrs), RD_KAFKA_V_OPAQUE((void *)(intptr_t)m->offset), RD_KAFKA_V_END);
         if (!err) {
             tm_copied++;
             return true; /* headers now owned by librdkafka */
@@ -282,7 +348,7 @@ static bool tm_copy(rd_kafka_t *prod, const rd_kafka_message_t *m) {
 static void usage(void) {
     fprintf(stderr,
             "usage: testmirror --source BOOTSTRAP --dest BOOTSTRAP --topic T [--topic T2...]   (T: name or ^regex)\n"
-            "                  [--create-topics [--rf N]] [--refresh-ms MS] [--verbose]\n"
+            "                  [--create-topics [--rf N]] [--refresh-ms MS] [--settle-ms MS] [--strict] [--verbose]\n"
             "                  [-S key=value (source consumer)] [-D key=value (dest producer)]\n");
     exit(2);
 }
@@ -337,6 +403,10 @@ int main(int argc, char **argv) {
             rf = atoi(argv[++i]);
         else if (!strcmp(a, "--refresh-ms") && has)
             refresh_ms = atoi(argv[++i]);
+        else if (!strcmp(a, "--settle-ms") && has)
+            tm_settle_ms = atoi(argv[++i]);
+        else if (!strcmp(a, "--strict"))
+            tm_strict = true;
         else if (!strcmp(a, "--verbose"))
             tm_verbose = true;
         else if (!strcmp(a, "-S") && has)
@@ -346,7 +416,7 @@ int main(int argc, char **argv) {
         else
             usage();
     }
-    if (!src || !dst || ntopics + npatterns_args == 0 || rf < 1 || refresh_ms < 10)
+    if (!src || !dst || ntopics + npatterns_args == 0 || rf < 1 || refresh_ms < 10 || tm_settle_ms < 0)
         usage();
 
     char bs[1024];
@@ -408,10 +478,20 @@ int main(int argc, char **argv) {
     rd_kafka_consumer_close(cons);
     rd_kafka_destroy(cons);
     rd_kafka_destroy(prod);
-    tm_log("stopped: copied %" PRId64 ", delivered %" PRId64, tm_copied, tm_delivered);
+    tm_log("stopped: copied %" PRId64 ", delivered %" PRId64 ", diverged %" PRId64, tm_copied, tm_delivered,
+           tm_diverged);
     for (int t = 0; t < ntopics; t++)
         free(topics[t].tt_name);
     for (int r = 0; r < tm_npatterns; r++)
         regfree(&tm_patterns[r]);
+    if (tm_fatal_idempotence && !tm_stop) {
+        /* e.g. librdkafka's "rewound sequence number" after a destination
+         * leader change: what reached the destination is a prefix of what we
+         * sent, so start over like a restarted mirror, at the destination's
+         * high watermarks. */
+        tm_log("restarting: resuming at the destination's high watermarks");
+        execv("/proc/self/exe", argv);
+        tm_log("FATAL: re-exec: %s", strerror(errno));
+    }
     return tm_fatal ? 3 : 0;
 }

@@ -1,0 +1,243 @@
+"""faultdriver — randomized fault injection against syncgate's promise
+(invariant 1, no false ack), used by test_faults.py.
+
+    run = FaultRun(sg, source, dest, mirror, topic, partitions, seed)
+    run.start_producers()            # confluent-kafka idempotent + plain, unique payloads
+    run.inject(n_faults)             # the seeded schedule, one fault at a time
+    run.stop_producers(); report = run.verify()
+
+Producers write through syncgate with acks=all. In each delivery callback the
+destination high watermark is read at once (its own consumer): HW read after
+the ack and still <= offset is a violation, if the topic was effectively SYNC
+throughout [send, ack] (± MARGIN): the driver knows its own demotions (from
+`--alter --async` until SYNC is seen again) and a monitor thread samples
+/v1/mirrors every 100 ms for any other non-SYNC moment (automatic demotion;
+samples taken while a restarted sidecar still reads the state log do not
+count: the type it reports then is not the one that decides — the log's end
+state does, and a topic listed in sync_topics is held meanwhile).
+At the end every acknowledged record must be on the destination at the same
+offset with the same payload."""
+
+from __future__ import annotations
+
+import collections
+import random
+import threading
+import time
+from dataclasses import dataclass
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from kafkabed import wait_until
+
+MARGIN = 0.5  # seconds around [send, ack] that must be SYNC for an ack to be checked
+
+
+@dataclass
+class Ack:
+    producer: str
+    partition: int
+    offset: int
+    value: bytes
+    t_send: float
+    t_ack: float
+    hw_after: int | None  # destination HW read right after the ack; None: could not read
+    hw_delay: float  # seconds from the ack to that read
+
+
+class FaultRun:
+    def __init__(self, sg, source, dest, mirror, topic: str, partitions: int, seed: int,
+                 ctl, reload, describe_topic):
+        self.sg, self.source, self.dest, self.mirror = sg, source, dest, mirror
+        self.topic, self.partitions, self.rng = topic, partitions, random.Random(seed)
+        self.ctl, self.reload, self.describe_topic = ctl, reload, describe_topic
+        self.acks: list[Ack] = []
+        self.errors = collections.Counter()
+        self.faults = collections.Counter()
+        self.demotions: list[tuple[float, float]] = []  # (--async sent, --sync sent)
+        self.sampled: list[tuple[float, str]] = []  # monitor: (time, effective type)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._lock = threading.Lock()
+        self.down_broker: int | None = None
+        self.slow_promotions = 0
+
+    # -- producers -------------------------------------------------------------
+    def start_producers(self) -> None:
+        for name, idem in (("idem", True), ("plain", False)):
+            t = threading.Thread(target=self._produce, args=(name, idem), daemon=True)
+            t.start()
+            self._threads.append(t)
+        t = threading.Thread(target=self._monitor, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _produce(self, name: str, idem: bool) -> None:
+        p = Producer({"bootstrap.servers": self.sg.bootstrap, "acks": "all", "enable.idempotence": idem,
+                      "linger.ms": 5, "request.timeout.ms": 5000, "message.timeout.ms": 60000,
+                      "retry.backoff.ms": 100, "socket.connection.setup.timeout.ms": 3000,
+                      "reconnect.backoff.max.ms": 500})
+        hw = Consumer({"bootstrap.servers": self.dest.bootstrap, "group.id": f"faults-{name}",
+                       "isolation.level": "read_uncommitted"})
+        sent: dict[bytes, float] = {}
+
+        def on_delivery(err, msg):
+            t_ack = time.monotonic()
+            v = msg.value()
+            if err is not None:
+                with self._lock:
+                    self.errors[f"{name}:{err.name()}"] += 1
+                return
+            h = None
+            for _ in range(3):
+                try:
+                    h = hw.get_watermark_offsets(TopicPartition(self.topic, msg.partition()), timeout=1,
+                                                 cached=False)[1]
+                    break
+                except Exception:  # noqa: BLE001 - destination leader moving: retry
+                    continue
+            with self._lock:
+                self.acks.append(Ack(name, msg.partition(), msg.offset(), v, sent.pop(v), t_ack, h,
+                                     time.monotonic() - t_ack))
+
+        i = 0
+        while not self._stop.is_set():
+            v = f"{name}-{i}".encode()
+            sent[v] = time.monotonic()
+            try:
+                p.produce(self.topic, value=v, partition=i % self.partitions, on_delivery=on_delivery)
+                i += 1
+            except BufferError:
+                sent.pop(v)
+            p.poll(0.01)  # ~100 records/s per producer
+        p.flush(90)
+        hw.close()
+
+    def _monitor(self) -> None:
+        while not self._stop.is_set():
+            t = time.monotonic()
+            try:
+                eff = self.describe_topic()
+            except Exception:  # noqa: BLE001 - syncgate restarting: nothing is acked meanwhile
+                eff = None
+            if eff is not None:
+                self.sampled.append((t, eff))
+            time.sleep(0.1)
+
+    def stop_producers(self) -> None:
+        self._stop.set()
+        for t in self._threads:
+            t.join(120)
+
+    # -- faults -----------------------------------------------------------------
+    def inject(self, n: int, log=print) -> None:
+        kinds = ["sg_kill_restart", "sg_reload", "mirror_pause", "mirror_kill_restart",
+                 "dest_broker_kill", "demote_promote"]
+        for k in range(n):
+            kind = self.rng.choice(kinds)
+            if kind == "mirror_kill_restart" and self.down_broker is not None:
+                kind = "mirror_pause"  # resume needs a settled destination HW (see testmirror.c)
+            t0 = time.monotonic()
+            getattr(self, kind)()
+            self.faults[kind] += 1
+            log(f"fault {k + 1}/{n}: {kind} ({time.monotonic() - t0:.1f}s)")
+            time.sleep(self.rng.uniform(0.2, 1.0))
+        self.broker_back()
+
+    def sg_kill_restart(self) -> None:
+        self.sg.kill()
+        time.sleep(self.rng.uniform(0, 0.5))
+        self.sg.start()
+
+    def sg_reload(self) -> None:
+        self.reload(self.sg, self.sg.config)
+
+    def mirror_pause(self) -> None:
+        self.mirror.pause()
+        time.sleep(self.rng.uniform(0.3, 3.0))
+        self.mirror.resume()
+
+    def mirror_kill_restart(self) -> None:
+        self.mirror.kill()
+        time.sleep(self.rng.uniform(0, 1.0))
+        self.mirror.start()
+
+    def dest_broker_kill(self) -> None:
+        """SIGKILL one destination broker (the next such fault starts it again):
+        at most one down, so min.insync.replicas=2 still holds."""
+        if self.down_broker is not None:
+            self.broker_back()
+            return
+        self.down_broker = self.rng.choice(self.dest.broker_ids)
+        self.dest.stop_broker(self.down_broker, kill=True)
+
+    def broker_back(self) -> None:
+        if self.down_broker is not None:
+            self.dest.start_broker(self.down_broker)
+            self.down_broker = None
+
+    def _ctl_alter(self, kind: str) -> None:
+        """syncgate-ctl --alter; retried while the sidecar answers 503 (state log not read yet)."""
+        wait_until(lambda: self.ctl(self.sg, "--alter", "--mirror", "dr", "--topic", self.topic,
+                                    kind)[0] == 0, timeout=30, interval=0.2, what=f"syncgate-ctl --alter {kind}")
+
+    def demote_promote(self) -> None:
+        """--alter --async, then --sync; the promotion happens at lag 0 (maybe
+        much later while producers keep the destination busy): the demotion
+        window lasts until the monitor sees SYNC again."""
+        t_async = time.monotonic()
+        self._ctl_alter("--async")
+        time.sleep(self.rng.uniform(0.2, 1.5))
+        t_sync = time.monotonic()
+        self._ctl_alter("--sync")
+        self.demotions.append((t_async, t_sync))
+        try:
+            wait_until(lambda: self.describe_topic() == "SYNC", timeout=10, interval=0.05, what="promoted")
+        except AssertionError:
+            self.slow_promotions += 1
+
+    # -- verdict -------------------------------------------------------------------
+    def windows(self) -> list[tuple[float, float]]:
+        """Intervals the topic was not (known to be) effectively SYNC: each
+        driver demotion until the first SYNC sample after its --sync, and
+        every non-SYNC sample (± the sampling interval)."""
+        out = []
+        for t_async, t_sync in self.demotions:
+            end = next((t for t, e in self.sampled if t > t_sync and e == "SYNC"), float("inf"))
+            out.append((t_async, end))
+        out += [(t - 0.1, t + 0.1) for t, e in self.sampled if e != "SYNC"]
+        return out
+
+    def gated(self, a: Ack, windows) -> bool:
+        lo, hi = a.t_send - MARGIN, a.t_ack + MARGIN
+        return not any(s <= hi and e >= lo for s, e in windows)
+
+    def verify(self) -> dict:
+        # librdkafka reports some successes without an offset (a retried
+        # batch the broker answers DUPLICATE_SEQUENCE_NUMBER): the payload must
+        # be on the destination, at whatever offset
+        no_offset = [a for a in self.acks if a.offset is None]
+        windows = self.windows()
+        checked = [a for a in self.acks if a.offset is not None and self.gated(a, windows)]
+        # HW never decreases (KIP-207): a read after the ack still <= offset is a
+        # violation however late; a late read past the offset proves less
+        violations = [a for a in checked if a.hw_after is not None and a.hw_after <= a.offset]
+        unread = [a for a in checked if a.hw_after is None]
+        late = [a for a in checked if a.hw_after is not None and a.hw_delay > 0.5]
+        # the end state: every ack on the destination, same offset, same payload
+        src_hw = {p: self.source.high_watermark(self.topic, p) for p in range(self.partitions)}
+        for p in range(self.partitions):
+            wait_until(lambda: self.dest.high_watermark(self.topic, p) >= src_hw[p], timeout=120,
+                       what=f"destination [{p}] caught up to {src_hw[p]}")
+        dst = {}
+        for p in range(self.partitions):
+            for r in self.dest.consume(self.topic, p, end=src_hw[p], timeout=120):
+                dst[(p, r.offset)] = r.value
+        missing = [a for a in self.acks if a.offset is not None and dst.get((a.partition, a.offset)) != a.value]
+        present = set(dst.values())
+        missing += [a for a in no_offset if a.value not in present]
+        return {"acks": len(self.acks), "no_offset": len(no_offset), "checked": len(checked), "violations": violations,
+                "hw_unreadable": len(unread), "hw_late": len(late), "missing_or_different": missing,
+                "faults": dict(self.faults), "errors": dict(self.errors), "samples": len(self.sampled),
+                "non_sync_samples": sum(e != "SYNC" for _, e in self.sampled),
+                "demotions": len(self.demotions), "slow_promotions": self.slow_promotions}
