@@ -51,6 +51,7 @@ struct mirror_ref {
 	int64_t offset;             /* the part's last_offset */
 	uint32_t part;              /* index into w->parts */
 	uint32_t heap_idx;          /* position in ps->heap, MIRROR_NO_HEAP when out */
+	struct mirror_ref *next;    /* w->joined list (refs added after the wait began), else NULL */
 };
 
 /* Per (mirror, topic, partition). */
@@ -78,6 +79,7 @@ struct mirror_tstate {
 	int64_t inflight_until_ms;  /* decider: a REGISTER/DEMOTE of ours is in the log until then */
 	int64_t next_attempt_ms;    /* decider: RetryAttempt backoff, no REGISTER before */
 	bool pending_logged;        /* "promotion pending lag drain" logged once */
+	bool gating_joined;         /* gated at the last settle: held waits were joined */
 	int32_t npart;              /* source partition count, -1 unknown */
 	struct mirror_pstate **parts; /* by partition; individually allocated (refs point at them) */
 	int32_t nparts_alloc;
@@ -115,6 +117,8 @@ struct mirror_wait {
 	uint32_t *ref_start;        /* refs of part i: [ref_start[i], ref_start[i+1]) */
 	struct mirror_ref *refs;
 	size_t nrefs;
+	struct mirror_ref *joined;  /* refs of mirrors that began gating a part's topic while
+				     * it was held (mirror_tstate_settle), malloc'd each */
 	struct event timer;
 	bool timer_added;
 	bool done;                  /* resolved: in g's done list awaiting its callback */

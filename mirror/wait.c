@@ -94,13 +94,32 @@ static void ref_detach(struct mirror_ref *r)
 	r->t->held--;
 }
 
+/* The refs of part i of w, in order: those of its registration, then the
+ * joined ones. Start with r = NULL. */
+static struct mirror_ref *part_ref_next(struct mirror_wait *w, uint32_t i, struct mirror_ref *r)
+{
+	if (!r && w->ref_start[i] < w->ref_start[i + 1])
+		return &w->refs[w->ref_start[i]];
+	if (r && r >= w->refs && r < w->refs + w->nrefs) {
+		if (r + 1 < &w->refs[w->ref_start[i + 1]])
+			return r + 1;
+		r = NULL; /* registration refs done: the joined ones */
+	} else if (r) {
+		r = r->next;
+		goto joined;
+	}
+	r = w->joined;
+joined:
+	while (r && r->part != i)
+		r = r->next;
+	return r;
+}
+
 /* Fail part i of w: remove all its refs from their heaps. */
 void mirror_part_fail(struct mirror_wait *w, uint32_t i, enum mirror_outcome o)
 {
-	for (uint32_t k = w->ref_start[i]; k < w->ref_start[i + 1]; k++) {
-		struct mirror_ref *r = &w->refs[k];
+	for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r))
 		ref_detach(r);
-	}
 	part_resolved(w, i, o);
 }
 
@@ -129,6 +148,11 @@ bool mirror_isr_short(const struct mirror_pstate *ps)
 
 static void wait_free(struct mirror_wait *w)
 {
+	while (w->joined) {
+		struct mirror_ref *r = w->joined;
+		w->joined = r->next;
+		free(r);
+	}
 	free(w);
 }
 
@@ -136,8 +160,7 @@ static void timeout_part(struct mirror_wait *w, uint32_t i)
 {
 	struct mirror_ref *slow = NULL;
 	int64_t slow_lag = -2; /* -1: unknown progress, the slowest of all */
-	for (uint32_t k = w->ref_start[i]; k < w->ref_start[i + 1]; k++) {
-		struct mirror_ref *r = &w->refs[k];
+	for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r)) {
 		if (r->heap_idx == MIRROR_NO_HEAP)
 			continue;
 		int64_t lag = r->ps->progress < 0 ? -1 : r->offset + 1 - r->ps->progress;
@@ -334,9 +357,8 @@ void mirror_wait_cancel(struct mirror_wait *w)
 	struct mirror_gate *g = w->g;
 	if (!w->done) {
 		for (uint32_t i = 0; i < w->nparts; i++)
-			for (uint32_t k = w->ref_start[i]; k < w->ref_start[i + 1]; k++) {
-				ref_detach(&w->refs[k]);
-			}
+			for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r))
+				ref_detach(r);
 		if (w->timer_added)
 			event_del(&w->timer);
 		g->held--;
@@ -355,12 +377,82 @@ void mirror_tstate_release_waiters(struct mirror_tstate *t)
 	}
 }
 
-/* The only place that releases waiters because of the mirror type: when
- * (mirror, topic) does not gate as of the current state (tstate_gating). */
+/* Whether part i of w already waits (or waited) on (mirror, topic) t. */
+static bool part_has_ref(struct mirror_wait *w, uint32_t i, const struct mirror_tstate *t)
+{
+	for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r))
+		if (r->t == t)
+			return true;
+	return false;
+}
+
+/* (mirror, topic) t began to gate: every part of a held wait on its topic
+ * that does not wait for t yet now does (unless t already has its last
+ * offset) — as the KIP's source leader, once a mirror is registered, no
+ * longer advances the HW past records that mirror lacks, held acks
+ * included. Without it a response held before a promotion, or before a
+ * reload added the mirror, would be acknowledged without that mirror. */
+static void tstate_join_waiters(struct mirror_tstate *t)
+{
+	struct mirror_gate *g = t->link->gate;
+	int64_t now = mirror_now_ms();
+	struct mirror_wait *next;
+	for (struct mirror_wait *w = g->waits; w; w = next) {
+		next = w->next; /* a part failed below may complete w (moved to g->done) */
+		for (uint32_t i = 0; i < w->nparts; i++) {
+			struct mirror_wait_part *p = &w->parts[i];
+			if (p->outcome != MIRROR_PENDING || strcmp(p->topic, t->topic) != 0 || part_has_ref(w, i, t))
+				continue;
+			struct mirror_pstate *ps = mirror_pstate_get(t, p->partition, true);
+			if (ps && ps->progress > p->last_offset)
+				continue;
+			struct mirror_ref *r = ps ? calloc(1, sizeof(*r)) : NULL;
+			if (!r) { /* fail closed */
+				snprintf(p->message, sizeof(p->message), "mirror %s: out of memory", t->link->name);
+				mirror_part_fail(w, i, MIRROR_TIMEOUT);
+				continue;
+			}
+			*r = (struct mirror_ref){.w = w, .t = t, .offset = p->last_offset, .part = i,
+						 .heap_idx = MIRROR_NO_HEAP, .next = w->joined};
+			w->joined = r;
+			if (mirror_heap_push(ps, r) != 0) {
+				snprintf(p->message, sizeof(p->message), "mirror %s: out of memory", t->link->name);
+				mirror_part_fail(w, i, MIRROR_TIMEOUT);
+				continue;
+			}
+			t->held++;
+			w->remaining[i]++;
+			LOG_D("mirror_wait_joined", "mirror=%s topic=%s partition=%" PRId32 " offset=%" PRId64
+			      " held_ms=%" PRId64, t->link->name, t->topic, p->partition, p->last_offset,
+			      now - w->start_ms);
+			struct mirror_link *l = t->link;
+			if (l->worker && (p->last_offset > ps->demanded || w->deadline_ms > ps->demand_until_ms)) {
+				if (p->last_offset > ps->demanded)
+					ps->demanded = p->last_offset;
+				if (w->deadline_ms > ps->demand_until_ms)
+					ps->demand_until_ms = w->deadline_ms;
+				mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded,
+						     ps->demand_until_ms);
+			}
+			if (mirror_isr_short(ps)) {
+				mirror_isr_message(p->message, sizeof(p->message), l, ps);
+				mirror_part_fail(w, i, MIRROR_NOT_ENOUGH_REMOTE);
+			}
+		}
+	}
+}
+
+/* The only place that changes who waits because of the mirror type, as of
+ * the current state (tstate_gating): a (mirror, topic) that does not gate
+ * releases its waiters; one that began to gate joins the waits held. */
 void mirror_tstate_settle(struct mirror_tstate *t)
 {
-	if (!tstate_gating(t))
+	bool gating = tstate_gating(t);
+	if (!gating)
 		mirror_tstate_release_waiters(t);
+	else if (!t->gating_joined)
+		tstate_join_waiters(t);
+	t->gating_joined = gating;
 	mirror_hw_progressed(t->link->gate, t->topic, -1); /* held Fetch responses (issue 14) */
 }
 

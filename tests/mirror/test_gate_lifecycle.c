@@ -549,4 +549,52 @@ Test(gate_lifecycle, reload_adding_a_mirror_with_a_demotion_in_its_history_gates
 	pump();
 	cr_assert_eq(cq.calls, 1);
 	cr_assert_eq(cq.o, MIRROR_SATISFIED);
+	/* the response held before the reload waits for dr2 as well */
+	report("orders", 0, 2, 16, 16, NULL); /* "dr" has offset 15 */
+	cr_assert_eq(cr.calls, 0, "acknowledged without the mirror the reload added");
+	r2.partition = 0;
+	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	pump();
+	cr_assert_eq(cr.calls, 1);
+	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+}
+
+/* KIP: once a mirror is registered the source HW no longer passes records it
+ * lacks — a response already held when a second mirror is promoted waits for
+ * that mirror too. */
+Test(gate_lifecycle, a_promoted_mirror_joins_the_responses_already_held)
+{
+	static struct conf_mirror two[2];
+	static struct conf c2;
+	two[0] = mir;
+	two[1] = mir;
+	two[1].name = (char *)"dr2";
+	c2 = cfg;
+	c2.mirrors = two;
+	c2.nmirrors = 2;
+	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	promote2("orders"); /* "dr" only */
+	struct mirror_topic_info ti;
+	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
+	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 12, .outcome = MIRROR_PENDING};
+	struct cbrec cr = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	/* dr2 at lag zero (sampled before offset 12 was appended): promoted */
+	struct mirror_report r2 = {.mirror = "dr2", .topic = "orders", .partition = 0, .npartitions = 2,
+				   .progress = 10, .source_hw = 10, .isr = 3, .min_isr = 2};
+	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	r2.partition = 1;
+	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	pump();
+	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
+	cr_assert_eq(ti.effective, MIRROR_SYNC);
+	report("orders", 0, 2, 13, 13, NULL); /* "dr" has offset 12 */
+	cr_assert_eq(cr.calls, 0, "acknowledged without the mirror promoted while it was held");
+	r2.partition = 0;
+	r2.progress = r2.source_hw = 13;
+	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	pump();
+	cr_assert_eq(cr.calls, 1);
+	cr_assert_eq(cr.o, MIRROR_SATISFIED);
 }
