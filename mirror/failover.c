@@ -61,6 +61,7 @@ struct fo_sync {
 struct fo_part {
 	int32_t partition;
 	int64_t src_hw, dst_hw;     /* -1 unknown */
+	int64_t src_hw_after;       /* source HW re-sampled after dst_hw: dst_hw above it is divergence */
 	int64_t progress;           /* first source offset not on the destination, -1 unknown */
 	int64_t target;             /* what progress must reach */
 	int64_t confirmed;          /* destination-only: first offset after the last confirmed record */
@@ -335,6 +336,10 @@ static void measure(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
 			else
 				snprintf(fp->detail, sizeof(fp->detail), "destination %s[%d]: %s", t->dst,
 					 (int)fp->partition, rd_kafka_err2str(e));
+			fp->src_hw_after = -1;
+			if (src && f->offsets != CONF_OFFSETS_MM2 &&
+			    !rd_kafka_query_watermark_offsets(src, t->topic, fp->partition, &lo, &hi, FO_RPC_MS))
+				fp->src_hw_after = hi;
 			if (f->offsets == CONF_OFFSETS_MM2) {
 				const struct fo_sync *s = mm2_latest(fp);
 				fp->progress = s ? s->up + 1 : -1;
@@ -435,11 +440,13 @@ static void judge(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
 					snprintf(fp->detail, sizeof(fp->detail), "%s", fp->src_hw < 0 ? "source HW unknown"
 						 : fp->dst_hw < 0 ? "destination HW unknown"
 						 : "no offset-sync for this partition yet");
-			} else if (f->fencing && f->offsets != CONF_OFFSETS_MM2 && fp->dst_hw > fp->src_hw) {
+			} else if (fp->src_hw_after >= 0 && fp->dst_hw > fp->src_hw_after) {
+				/* the source HW read after the destination's can only be higher
+				 * than anything the mirror copied by then */
 				fp->status = FO_DIVERGED;
 				snprintf(fp->detail, sizeof(fp->detail), "destination HW %" PRId64 " > source HW %" PRId64
-					 " with the source fenced: %" PRId64 " record(s) the source never had",
-					 fp->dst_hw, fp->src_hw, fp->dst_hw - fp->src_hw);
+					 ": %" PRId64 " record(s) the source never had", fp->dst_hw, fp->src_hw_after,
+					 fp->dst_hw - fp->src_hw_after);
 			} else if (fp->progress < fp->target) {
 				fp->status = FO_MISSING;
 				snprintf(fp->detail, sizeof(fp->detail), "offsets %" PRId64 "..%" PRId64 " (%" PRId64
@@ -674,7 +681,7 @@ static int resolve_partitions(struct mirror_failover *f, rd_kafka_t *src, rd_kaf
 		t->npart = n;
 		for (int32_t p = 0; p < n; p++)
 			t->parts[p] = (struct fo_part){.partition = p, .src_hw = -1, .dst_hw = -1, .progress = -1,
-						       .target = -1, .confirmed = -1};
+						       .target = -1, .confirmed = -1, .src_hw_after = -1};
 	}
 	return 0;
 }
@@ -1007,7 +1014,7 @@ static int fo_add_confirmed(struct mirror_failover *f, const struct conf_mirror 
 		t->parts = a;
 		fp = &a[t->npart++];
 		*fp = (struct fo_part){.partition = partition, .src_hw = -1, .dst_hw = -1, .progress = -1,
-				       .target = -1, .confirmed = -1};
+				       .target = -1, .confirmed = -1, .src_hw_after = -1};
 	}
 	if (off > fp->confirmed)
 		fp->confirmed = off;
