@@ -220,6 +220,8 @@ static void print_describe(const json_t *doc)
 			}
 			printf("\n");
 			print_stalls(t);
+			if (json_is_true(json_object_get(t, "fenced")))
+				printf("  fenced for failover: Produce refused on every sidecar (syncgate-ctl unfence lifts it)\n");
 		}
 	}
 }
