@@ -190,6 +190,7 @@ def run_planned_failover(bed, load_classes, make_syncgate, source, dest, topic, 
         # MirrorMaker 2 emits the last offset-syncs late (tens of seconds after
         # the destination has the records): its drain needs a longer bound
         drain_ms = "20000" if offsets == "preserved" else "90000"
+        fence_ms = time.time() * 1000 + 1000  # the fence is applied well within 1 s of the call
         rc, doc, err = ctl_json(sg, "failover", "--mirror", "dr", "--topics", topic, "--timeout-ms", drain_ms,
                                 timeout=200)
         done_ms = time.time() * 1000
@@ -212,10 +213,11 @@ def run_planned_failover(bed, load_classes, make_syncgate, source, dest, topic, 
     acks = [ln.split(" ", 4) for ln in lines if ln.startswith("ACK ")]
     errs = [ln.split(" ", 4) for ln in lines if ln.startswith("ERR ")]
     assert acks and errs, (len(acks), len(errs))
-    # nothing sent after the failover answered was acknowledged, and nothing
-    # new reached the source: the fence refuses, it never forwards
-    assert not [a for a in acks if int(a[3]) > done_ms], "acked after the failover"
-    assert [e for e in errs if int(e[2]) > done_ms + 500], "no send refused after the failover"
+    # nothing sent after the fence was acknowledged, sends were refused, and
+    # nothing new reached the source after the failover: the fence never forwards
+    assert not [a for a in acks if int(a[3]) > fence_ms], "acked after the fence"
+    assert [e for e in errs if int(e[2]) > fence_ms], "no send refused after the fence"
+    assert done_ms > fence_ms
     time.sleep(1)
     assert [source.high_watermark(topic, p) for p in range(partitions)] == hw_at_done
     assert sg.metric("syncgate_produce_fenced_requests_total") > 0
