@@ -319,6 +319,8 @@ static void failover_common(struct evhttp_request *req, struct admin_api *api, b
 		free(c);
 		return;
 	}
+	/* the answer comes after the drain: keep the connection past admin's 30 s */
+	evhttp_connection_set_timeout(c->conn, 120 + (fr.timeout_ms > 0 ? fr.timeout_ms / 1000 : 60));
 	evhttp_connection_set_closecb(c->conn, call_closed, c);
 }
 
