@@ -142,7 +142,8 @@ class GroupConsumer:
             n += 1
             if n % self.every == 0:
                 for tp in self.c.commit(asynchronous=False) or []:
-                    self.committed[tp.partition] = tp.offset
+                    if tp.offset >= 0:  # -1001: nothing consumed there yet
+                        self.committed[tp.partition] = tp.offset
 
     def stop(self):
         self.halt.set()
