@@ -120,6 +120,7 @@ static json_t *partition_json(int32_t p, const struct mirror_pstate *ps)
 	json_object_set_new(jp, "failing_reason", ps->failing_since_ms >= 0 ? json_string(ps->reason) : json_null());
 	json_object_set_new(jp, "stall_reason", ps->stall[0] ? json_string(ps->stall) : json_null());
 	json_object_set_new(jp, "held", json_integer(ps->nheap));
+	json_object_set_new(jp, "confirmed", ps->confirmed >= 0 ? json_integer(ps->confirmed) : json_null());
 	return jp;
 }
 
@@ -145,10 +146,15 @@ static void topic_json(struct mirror_tstate *t, void *arg)
 	json_object_set_new(jt, "effective", json_string(mirror_type_str(t->ls.effective)));
 	json_object_set_new(jt, "released", json_boolean(t->ls.released));
 	json_object_set_new(jt, "recovery_pending", json_boolean(t->ls.recovery_pending));
+	json_object_set_new(jt, "fenced", json_boolean(t->ls.fenced));
 	json_object_set_new(jt, "retry_attempt", json_integer(t->ls.retry_attempt));
 	json_object_set_new(jt, "generation", json_integer(t->ls.generation));
-	if (t->ls.released)
+	if (t->ls.released && t->ls.fenced)
+		json_object_set_new(jt, "annotation", json_string("failed over: released, and fenced until syncgate-ctl unfence"));
+	else if (t->ls.released)
 		json_object_set_new(jt, "annotation", json_string("released by source - recovery in flight"));
+	else if (t->ls.fenced)
+		json_object_set_new(jt, "annotation", json_string("fenced for failover: Produce refused"));
 	json_object_set_new(jt, "lag", ti.lag >= 0 ? json_integer(ti.lag) : json_null());
 	json_object_set_new(jt, "failing_partitions", json_integer(t->nfailing));
 	json_object_set_new(jt, "stalled_partitions", json_integer(t->nstalled));

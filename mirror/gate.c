@@ -50,6 +50,9 @@ static void gate_apply(void *arg, const struct mirror_msg *m)
 	case MIRROR_MSG_PROBE_DONE:
 		mirror_ops_probe_done(g, m->ptr);
 		break;
+	case MIRROR_MSG_FAILOVER_DONE:
+		mirror_failover_job_done(g, m->ptr);
+		break;
 	}
 }
 
@@ -144,6 +147,7 @@ void mirror_gate_free(struct mirror_gate *g)
 		return;
 	mirror_statelog_stop(g->log); /* before the bridge it posts to */
 	g->log = NULL;
+	mirror_failover_free_all(g);  /* joins job threads; cancels their admin calls */
 	mirror_ops_free_all(g);       /* joins probe threads (they post to the bridge) */
 	mirror_hw_free(g);
 	/* Pending waits are freed without callback; detach them first. */

@@ -66,7 +66,11 @@ struct mirror_pstate {
 	uint32_t nheap, capheap;
 	int64_t demanded;           /* highest offset already asked of the worker */
 	int64_t demand_until_ms;    /* and until when */
+	int64_t confirmed;          /* first offset after the last held record this mirror confirmed
+				     * (progress passed it while it gated), -1 none: what a
+				     * destination-only verify checks after a disaster */
 	struct metric *m_isr, *m_min_isr; /* created on first ISR report */
+	struct metric *m_confirmed; /* created on first confirmation */
 };
 
 /* Per (mirror, source topic): KIP MirrorPartitionStateValue + TopicImage bits. */
@@ -80,6 +84,8 @@ struct mirror_tstate {
 	int64_t next_attempt_ms;    /* decider: RetryAttempt backoff, no REGISTER before */
 	bool pending_logged;        /* "promotion pending lag drain" logged once */
 	bool gating_joined;         /* gated at the last settle: held waits were joined */
+	bool fence_seen;            /* a FENCE was folded since start: while history is folded
+				     * (tstate_gating's condition) the topic counts as fenced */
 	int32_t npart;              /* source partition count, -1 unknown */
 	struct mirror_pstate **parts; /* by partition; individually allocated (refs point at them) */
 	int32_t nparts_alloc;
@@ -155,6 +161,7 @@ struct mirror_gate {
 				     * log order, when a reload adds the mirror */
 	size_t nunapplied;
 	struct mirror_hw *hw;       /* mirrored HW watches (mirrored_hw.c); NULL until used */
+	struct mirror_failover *failovers; /* failover/verify calls running (failover.c) */
 	/* hooks from the apply path to the admin calls above it (ops.c; NULL: none) */
 	void (*on_record_applied)(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
 				  const struct mirror_lstate *before, const struct mirror_apply_out *out);
@@ -168,6 +175,7 @@ enum mirror_msg_kind {
 	MIRROR_MSG_STATE_CAUGHT_UP, /* the state log was read up to its boot high watermark */
 	MIRROR_MSG_DECIDER,         /* offset: 1 this sidecar decides now, 0 it no longer does */
 	MIRROR_MSG_PROBE_DONE,      /* ptr: a struct mirror_probe finished (compat probe) */
+	MIRROR_MSG_FAILOVER_DONE,   /* ptr: a struct mirror_failover's job thread finished */
 };
 
 /* Message from a worker (or inject) to the loop; strings follow the struct. */
@@ -185,6 +193,7 @@ struct mirror_msg {
 struct mirror_statelog;
 struct mirror_op;
 struct mirror_probe;
+struct mirror_failover;
 
 /* store.c: (mirror, topic, partition) state; the bottom of the gate. */
 struct mirror_link *mirror_link_find(struct mirror_gate *g, const char *name);
@@ -202,6 +211,9 @@ void mirror_tstate_metrics(struct mirror_tstate *t);
  * when `only` is NULL. fn may free the topic it is given. */
 void mirror_each_topic(struct mirror_gate *g, struct mirror_link *only,
 		       void (*fn)(struct mirror_tstate *t, void *arg), void *arg);
+/* Mirror t confirmed partition `partition` up to `after` (first offset not
+ * confirmed) for a held record: ps->confirmed and its metric only grow. */
+void mirror_pstate_confirm(struct mirror_tstate *t, struct mirror_pstate *ps, int32_t partition, int64_t after);
 /* The one lag: source HW − destination progress, offsets, ≥ 0; -1 unknown. */
 int64_t mirror_pstate_lag(const struct mirror_pstate *ps);
 #define MIRROR_LAG_CURRENT 0x1u /* a failing partition counts as unknown */
@@ -232,8 +244,12 @@ bool mirror_isr_short(const struct mirror_pstate *ps);
 void mirror_isr_message(char *buf, size_t cap, const struct mirror_link *l, const struct mirror_pstate *ps);
 /* Release every waiter of t under the async predicate (mirror removed). */
 void mirror_tstate_release_waiters(struct mirror_tstate *t);
-/* Release t's waiters if t does not gate as of the current state. */
+/* Release t's waiters if t does not gate as of the current state (fail
+ * them instead when t is fenced: a fence never causes an ack). */
 void mirror_tstate_settle(struct mirror_tstate *t);
+/* Whether t refuses Produce now: fenced as of the current state, or a FENCE
+ * was folded while history is still being folded (fail closed). */
+bool mirror_tstate_fenced(const struct mirror_tstate *t);
 /* mirror_tstate_settle() for every topic of `l` (NULL: of every link). */
 void mirror_settle_all(struct mirror_gate *g, struct mirror_link *l);
 
@@ -287,6 +303,16 @@ void mirror_ops_record_applied(struct mirror_gate *g, struct mirror_tstate *t, c
 void mirror_ops_state_changed(struct mirror_gate *g);
 void mirror_ops_probe_done(struct mirror_gate *g, struct mirror_probe *p);
 void mirror_ops_free_all(struct mirror_gate *g);
+struct rd_kafka_s;
+/* Partition count of `topic` through `rk` (blocking metadata call, ≤ 4 s):
+ * >= 0, -1 missing (err says why), -2 unreachable. Any thread. */
+int32_t mirror_rk_partitions(struct rd_kafka_s *rk, const char *topic, char *err, size_t errcap);
+/* Whether a librdkafka error means "cluster unreachable". Any thread. */
+bool mirror_rk_unreachable(int e);
+
+/* failover.c: failover/verify calls and their job threads */
+void mirror_failover_job_done(struct mirror_gate *g, struct mirror_failover *f);
+void mirror_failover_free_all(struct mirror_gate *g);
 
 
 /* worker.c */

@@ -22,6 +22,8 @@ const char *mirror_rec_kind_str(enum mirror_rec_kind k)
 		[MIRROR_REC_REGISTER] = "REGISTER",
 		[MIRROR_REC_RELEASE] = "RELEASE",
 		[MIRROR_REC_DEMOTE] = "DEMOTE",
+		[MIRROR_REC_FENCE] = "FENCE",
+		[MIRROR_REC_UNFENCE] = "UNFENCE",
 	};
 	return (unsigned)k < MIRROR_REC_COUNT ? s[k] : "?";
 }
@@ -42,6 +44,7 @@ const char *mirror_reject_str(enum mirror_reject r)
 		[MIRROR_REJ_ALL_PARTITIONS_FAILING] = "ALL_PARTITIONS_FAILING",
 		[MIRROR_REJ_NOT_DESIRED_SYNC] = "NOT_DESIRED_SYNC",
 		[MIRROR_REJ_STALE_GENERATION] = "STALE_GENERATION",
+		[MIRROR_REJ_FENCED] = "FENCED",
 	};
 	return (unsigned)r < MIRROR_REJ_COUNT ? s[r] : "?";
 }
@@ -58,7 +61,7 @@ static bool lstate_eq(const struct mirror_lstate *a, const struct mirror_lstate 
 {
 	return a->desired == b->desired && a->effective == b->effective && a->released == b->released &&
 	       a->recovery_pending == b->recovery_pending && a->desired_logged == b->desired_logged &&
-	       a->retry_attempt == b->retry_attempt && a->generation == b->generation;
+	       a->retry_attempt == b->retry_attempt && a->generation == b->generation && a->fenced == b->fenced;
 }
 
 static bool stale(const struct mirror_lstate *s, const struct mirror_record *r)
@@ -79,7 +82,9 @@ void mirror_lifecycle_apply(struct mirror_lstate *s, const struct mirror_record 
 			s->effective = MIRROR_ASYNC; /* demotion is immediate */
 		break;
 	case MIRROR_REC_REGISTER:
-		if (s->desired != MIRROR_SYNC) {
+		if (s->fenced) {
+			out->reject = MIRROR_REJ_FENCED;
+		} else if (s->desired != MIRROR_SYNC) {
 			out->reject = MIRROR_REJ_NOT_DESIRED_SYNC;
 		} else if (s->released && !r->recovery) {
 			/* KIP: MIRROR_SYNC_RELEASED_REQUIRES_FRESH_PROMOTION, then the
@@ -118,6 +123,10 @@ void mirror_lifecycle_apply(struct mirror_lstate *s, const struct mirror_record 
 		out->count_rejected = true;
 		s->effective = MIRROR_ASYNC;
 		s->recovery_pending = true;
+		break;
+	case MIRROR_REC_FENCE:
+	case MIRROR_REC_UNFENCE:
+		s->fenced = r->kind == MIRROR_REC_FENCE;
 		break;
 	default:
 		break;

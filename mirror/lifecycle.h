@@ -25,6 +25,8 @@ enum mirror_rec_kind {
 	MIRROR_REC_REGISTER, /* decider: promotion at lag zero (KIP RegisterMirrorSyncTopic) */
 	MIRROR_REC_RELEASE,  /* operator --release-sync: sticky Released marker */
 	MIRROR_REC_DEMOTE,   /* decider: every partition failing for the demote timeout */
+	MIRROR_REC_FENCE,    /* operator failover: Produce to the topic refused on every sidecar */
+	MIRROR_REC_UNFENCE,  /* operator syncgate-ctl unfence: Produce accepted again */
 	MIRROR_REC_COUNT
 };
 const char *mirror_rec_kind_str(enum mirror_rec_kind k);
@@ -38,6 +40,7 @@ enum mirror_reject {
 	MIRROR_REJ_ALL_PARTITIONS_FAILING,            /* DEMOTE applied: reason of the topic-wide demote */
 	MIRROR_REJ_NOT_DESIRED_SYNC,                  /* REGISTER while DesiredMirrorType is ASYNC */
 	MIRROR_REJ_STALE_GENERATION,                  /* conditional record based on an older generation */
+	MIRROR_REJ_FENCED,                            /* REGISTER while the topic is fenced (failover) */
 	MIRROR_REJ_COUNT
 };
 const char *mirror_reject_str(enum mirror_reject r);
@@ -49,6 +52,7 @@ struct mirror_lstate {
 	bool released;              /* sticky Released marker */
 	bool recovery_pending;      /* pendingRecoveryPromotion: next REGISTER carries RecoveryPromotion */
 	bool desired_logged;        /* an ALTER is in the log: the config no longer sets desired */
+	bool fenced;                /* failover fence: Produce refused, no promotion (until UNFENCE) */
 	int32_t retry_attempt;      /* RetryAttempt: rejected promotions in a row (backoff) */
 	int64_t generation;         /* +1 on every applied change; conditional records name it */
 };
@@ -81,7 +85,8 @@ struct mirror_lstate mirror_lstate_initial(enum mirror_type config_desired);
  * the same sequence of records from the same initial state gives the same
  * state on every reader. Pure; any thread.
  *   ALTER{t}:        desired := t, desired_logged; t ASYNC → effective ASYNC at once.
- *   REGISTER{rec}:   desired ASYNC → NOT_DESIRED_SYNC; released && !rec →
+ *   REGISTER{rec}:   fenced → FENCED (no change: a failed-over topic is never
+ *                    re-promoted on its old source); desired ASYNC → NOT_DESIRED_SYNC; released && !rec →
  *                    RELEASED_FRESH_PROMOTION_REQUIRED (effective ASYNC,
  *                    recovery_pending, retry_attempt+1); based_on stale →
  *                    STALE_GENERATION; else effective SYNC, released and
@@ -90,6 +95,7 @@ struct mirror_lstate mirror_lstate_initial(enum mirror_type config_desired);
  *                    effective ASYNC, recovery_pending.
  *   DEMOTE{based_on}: only when effective SYNC and generation == based_on:
  *                    effective ASYNC, recovery_pending (ALL_PARTITIONS_FAILING).
+ *   FENCE / UNFENCE: fenced := true / false (unconditional; the type is untouched).
  */
 void mirror_lifecycle_apply(struct mirror_lstate *s, const struct mirror_record *r,
 			    struct mirror_apply_out *out);

@@ -88,6 +88,14 @@ int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf);
 bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic);
 
 /**
+ * The name of a mirror whose failover fence refuses Produce to `topic` now
+ * (syncgate-ctl failover; lifted by unfence), or NULL. While the state log
+ * is still being read, a fence seen in its history counts (fail closed).
+ * Borrowed until the next reload. Cheap; loop thread.
+ */
+const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic);
+
+/**
  * Hold `nparts` partitions until each is resolved or `deadline_ms`
  * (monotonic clock, ms; see mirror_now_ms()) passes. `parts` is owned by the
  * caller and must stay valid until the callback or mirror_wait_cancel().
@@ -252,7 +260,8 @@ bool mirror_gate_is_decider(struct mirror_gate *g);
  * inside the call that started it; never after mirror_op_cancel()).
  * `status` is an HTTP status; `body` a JSON document, borrowed for the call:
  * 200 {"topics":[{"topic","result","message"}],"warning"?} with result
- * PROMOTED | PENDING_LAG | DEMOTED | RELEASED | UNCHANGED | REJECTED, or
+ * PROMOTED | PENDING_LAG | DEMOTED | RELEASED | FENCED | UNFENCED | UNCHANGED
+ * | REJECTED, or
  * 4xx/5xx {"error": "..."}.
  */
 typedef void (*mirror_op_cb)(void *arg, int status, const char *body);
@@ -283,6 +292,19 @@ struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror,
 				      mirror_op_cb cb, void *arg);
 
 /**
+ * Failover fence (syncgate-ctl failover / unfence): append FENCE (fence
+ * true) for every topic of `mirror` that is desired or effective SYNC and
+ * matches `topics_regex` (anchored POSIX ERE; NULL: all), or UNFENCE (fence
+ * false) for every fenced one that matches. Once applied, every sidecar
+ * refuses Produce to a fenced topic (mirror_gate_fenced_by), its held acks
+ * fail rather than complete if the mirror stops gating, and it is never
+ * promoted. Answers like mirror_gate_release() with results FENCED /
+ * UNFENCED / UNCHANGED. Loop thread.
+ */
+struct mirror_op *mirror_gate_fence(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+				    bool fence, mirror_op_cb cb, void *arg);
+
+/**
  * Queue one state-log record value (JSON, see lifecycle.h) as if the state
  * log had delivered it at log offset `offset` (-1: no offset, never skipped
  * as delivered again): tests replay logs through the same bridge and the
@@ -293,6 +315,51 @@ int mirror_gate_inject_record(struct mirror_gate *g, const char *json, int64_t o
 
 /** Forget an admin call (its HTTP connection closed): no callback. Loop thread. */
 void mirror_op_cancel(struct mirror_op *op);
+
+/* ------------------------------------------------------------------------ */
+/* Failover and verification (issue 16) — mirror/failover.c                  */
+/* ------------------------------------------------------------------------ */
+
+/** A figure for a destination-only verify: partition `partition` of source
+ * topic `topic` was confirmed (and so possibly acknowledged) up to `offset`
+ * (first offset after the last confirmed record). */
+struct mirror_confirmed {
+	const char *topic;
+	int32_t partition;
+	int64_t offset;
+};
+
+/** What syncgate-ctl failover / verify asks. Strings are copied. */
+struct mirror_failover_req {
+	const char *mirror;
+	const char *topics_regex;   /* anchored POSIX ERE; NULL: every SYNC topic of the mirror */
+	bool failover;              /* fence, drain, verify, move offsets, release; false: verify only */
+	bool dry_run;               /* failover: drain and verify without the fence; offsets and release listed */
+	bool destination_only;      /* verify without the source: destination HW vs confirmed offsets */
+	int timeout_ms;             /* drain (failover) / catch-up (verify) bound; <= 0: default */
+	const struct mirror_confirmed *confirmed; /* destination-only: figures from metrics of other sidecars */
+	size_t nconfirmed;
+};
+
+struct mirror_failover;
+
+/**
+ * Run a failover or a verification of `req->mirror` (see docs/operating.md
+ * "Failover"). The comparison and the consumer-offset moves run on a job
+ * thread with its own clients to the source and the destination; the fence
+ * (mirror_gate_fence) and the release (mirror_gate_release) are state-log
+ * records as their own calls. Answers once, like mirror_op_cb: 200 with
+ * {"mirror","offsets","mode","verified","verdict","fenced","released",
+ * "drained","unreachable"?,"partitions":[…],"groups":[…],"steps":[…]}, or
+ * 4xx/5xx {"error"}. A failover that does not verify keeps the fence and
+ * releases nothing. Returns NULL on ENOMEM. Loop thread.
+ */
+struct mirror_failover *mirror_gate_failover(struct mirror_gate *g, const struct mirror_failover_req *req,
+					     mirror_op_cb cb, void *arg);
+
+/** Forget a failover/verify call (its HTTP connection closed): no callback;
+ * its job finishes alone. Loop thread. */
+void mirror_failover_cancel(struct mirror_failover *f);
 
 /* ------------------------------------------------------------------------ */
 /* Mirrored high watermark (issue 14; KIP "High Watermark Advancement",     */

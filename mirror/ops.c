@@ -28,7 +28,7 @@
 #define OP_PROMOTE_WAIT_MS 5000 /* lag zero at apply: wait this long for PROMOTED */
 #define PROBE_RPC_MS 4000
 
-enum op_kind { OP_ALTER, OP_RELEASE };
+enum op_kind { OP_ALTER, OP_RELEASE, OP_FENCE, OP_UNFENCE };
 
 struct op_item {
 	char *mirror, *topic;
@@ -131,6 +131,17 @@ static const char *item_result(struct mirror_op *op, struct op_item *it, int64_t
 		return "REJECTED";
 	}
 	const char *added = op->add ? "added; " : "";
+	if (op->kind == OP_FENCE || op->kind == OP_UNFENCE) {
+		bool fence = op->kind == OP_FENCE;
+		if (!it->changed) {
+			snprintf(it->message, sizeof(it->message), fence ? "already fenced" : "not fenced");
+			return "UNCHANGED";
+		}
+		snprintf(it->message, sizeof(it->message),
+			 fence ? "fenced: every sidecar refuses Produce to it (retriable NOT_ENOUGH_REPLICAS)"
+			       : "unfenced: Produce accepted again");
+		return fence ? "FENCED" : "UNFENCED";
+	}
 	if (op->kind == OP_RELEASE) {
 		if (!it->changed) {
 			snprintf(it->message, sizeof(it->message), "not registered for sync (or already released)");
@@ -296,8 +307,11 @@ static void op_submit(struct mirror_op *op)
 			snprintf(it->message, sizeof(it->message), "out of memory or mirror removed");
 			continue;
 		}
-		struct mirror_record r = {.kind = op->kind == OP_RELEASE ? MIRROR_REC_RELEASE : MIRROR_REC_ALTER,
-					  .type = op->type, .add = op->add, .based_on = -1};
+		static const enum mirror_rec_kind kinds[] = {
+			[OP_ALTER] = MIRROR_REC_ALTER, [OP_RELEASE] = MIRROR_REC_RELEASE,
+			[OP_FENCE] = MIRROR_REC_FENCE, [OP_UNFENCE] = MIRROR_REC_UNFENCE,
+		};
+		struct mirror_record r = {.kind = kinds[op->kind], .type = op->type, .add = op->add, .based_on = -1};
 		it->seq = g->seq + 1; /* known before a local (no-log) apply runs inside append */
 		mirror_gate_append(g, t, &r);
 	}
@@ -309,14 +323,13 @@ static void op_submit(struct mirror_op *op)
 /* here the destination's ability to serve the gate)                        */
 /* ------------------------------------------------------------------------ */
 
-static bool unreachable_err(rd_kafka_resp_err_t e)
+bool mirror_rk_unreachable(int e)
 {
 	return e == RD_KAFKA_RESP_ERR__TRANSPORT || e == RD_KAFKA_RESP_ERR__TIMED_OUT ||
 	       e == RD_KAFKA_RESP_ERR__ALL_BROKERS_DOWN || e == RD_KAFKA_RESP_ERR__RESOLVE;
 }
 
-/* Partition count of `topic` through `rk`: >= 0, -1 missing, -2 unreachable. */
-static int32_t probe_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errcap)
+int32_t mirror_rk_partitions(rd_kafka_t *rk, const char *topic, char *err, size_t errcap)
 {
 	rd_kafka_topic_t *rkt = rd_kafka_topic_new(rk, topic, NULL);
 	const struct rd_kafka_metadata *md = NULL;
@@ -324,7 +337,7 @@ static int32_t probe_partitions(rd_kafka_t *rk, const char *topic, char *err, si
 	int32_t n;
 	if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
 		snprintf(err, errcap, "%s", rd_kafka_err2str(e));
-		n = unreachable_err(e) ? -2 : -1;
+		n = mirror_rk_unreachable(e) ? -2 : -1;
 	} else if (md->topic_cnt < 1 || md->topics[0].err) {
 		snprintf(err, errcap, "%s",
 			 md->topic_cnt < 1 ? "no metadata" : rd_kafka_err2str(md->topics[0].err));
@@ -349,7 +362,7 @@ static void *probe_main(void *arg)
 	rd_kafka_t *src = rd_kafka_new(RD_KAFKA_CONSUMER, p->src_conf, errstr, sizeof(errstr));
 	if (src)
 		p->src_conf = NULL;
-	int32_t dn = dst ? probe_partitions(dst, p->dst_topic, why, sizeof(why)) : -2;
+	int32_t dn = dst ? mirror_rk_partitions(dst, p->dst_topic, why, sizeof(why)) : -2;
 	if (dn == -2) {
 		p->result = 2;
 		snprintf(p->message, sizeof(p->message),
@@ -361,7 +374,7 @@ static void *probe_main(void *arg)
 			 p->dst_topic, p->mirror, why);
 	}
 	if (p->result != 1 && src) {
-		int32_t sn = probe_partitions(src, p->src_topic, why, sizeof(why));
+		int32_t sn = mirror_rk_partitions(src, p->src_topic, why, sizeof(why));
 		if (sn == -1) {
 			p->result = 1;
 			snprintf(p->message, sizeof(p->message), "source topic %s does not exist (%.120s)", p->src_topic,
@@ -371,7 +384,7 @@ static void *probe_main(void *arg)
 			snprintf(p->message, sizeof(p->message),
 				 "partition count differs: source topic %s has %d, destination topic %s on mirror %s has %d",
 				 p->src_topic, (int)sn, p->dst_topic, p->mirror, (int)dn);
-		} else if (sn >= 0 && p->mm2_topic && probe_partitions(src, p->mm2_topic, why, sizeof(why)) == -1) {
+		} else if (sn >= 0 && p->mm2_topic && mirror_rk_partitions(src, p->mm2_topic, why, sizeof(why)) == -1) {
 			p->result = 1;
 			snprintf(p->message, sizeof(p->message),
 				 "offsets strategy mm2 unusable: offset-syncs topic %s does not exist on the source (%.120s)",
@@ -505,18 +518,20 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
 	return op;
 }
 
-struct release_ctx {
+struct select_ctx {
 	struct mirror_op *op;
 	const regex_t *re;          /* --topics, or NULL: every topic */
 };
 
-/* Add (mirror, topic) to a --release-sync when it is SYNC and matches. */
-static void release_collect(struct mirror_tstate *t, void *arg)
+/* Add (mirror, topic) to a --release-sync / fence when it is SYNC (desired
+ * or effective) and matches; to an unfence when it is fenced. */
+static void select_topic(struct mirror_tstate *t, void *arg)
 {
-	struct release_ctx *c = arg;
+	struct select_ctx *c = arg;
 	if (c->op->answered)
 		return; /* out of memory on an earlier topic */
-	if (t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
+	if (c->op->kind == OP_UNFENCE ? !t->ls.fenced
+				      : t->ls.desired != MIRROR_SYNC && t->ls.effective != MIRROR_SYNC)
 		return;
 	if (c->re && regexec(c->re, t->topic, 0, NULL, 0) != 0)
 		return;
@@ -524,10 +539,11 @@ static void release_collect(struct mirror_tstate *t, void *arg)
 		op_error(c->op, 500, "out of memory");
 }
 
-struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
-				      mirror_op_cb cb, void *arg)
+/* One record for every selected topic of `mirror` (select_topic). */
+static struct mirror_op *op_topics(struct mirror_gate *g, enum op_kind kind, const char *mirror,
+				   const char *topics_regex, mirror_op_cb cb, void *arg)
 {
-	struct mirror_op *op = op_new(g, OP_RELEASE, cb, arg);
+	struct mirror_op *op = op_new(g, kind, cb, arg);
 	if (!op)
 		return NULL;
 	struct mirror_link *l = mirror ? mirror_link_find(g, mirror) : NULL;
@@ -554,17 +570,30 @@ struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror,
 		}
 		have_re = true;
 	}
-	struct release_ctx c = {.op = op, .re = have_re ? &re : NULL};
-	mirror_each_topic(NULL, l, release_collect, &c);
+	struct select_ctx c = {.op = op, .re = have_re ? &re : NULL};
+	mirror_each_topic(NULL, l, select_topic, &c);
 	if (have_re)
 		regfree(&re);
 	if (op->answered)
 		return op;
 	if (op->nitems == 0)
-		snprintf(op->warning, sizeof(op->warning), "no SYNC topic of mirror %s matches%s%s", l->name,
-			 topics_regex ? " " : "", topics_regex ? topics_regex : "");
+		snprintf(op->warning, sizeof(op->warning), "no %s topic of mirror %s matches%s%s",
+			 kind == OP_UNFENCE ? "fenced" : "SYNC", l->name, topics_regex ? " " : "",
+			 topics_regex ? topics_regex : "");
 	op_submit(op);
 	return op;
+}
+
+struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+				      mirror_op_cb cb, void *arg)
+{
+	return op_topics(g, OP_RELEASE, mirror, topics_regex, cb, arg);
+}
+
+struct mirror_op *mirror_gate_fence(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+				    bool fence, mirror_op_cb cb, void *arg)
+{
+	return op_topics(g, fence ? OP_FENCE : OP_UNFENCE, mirror, topics_regex, cb, arg);
 }
 
 void mirror_op_cancel(struct mirror_op *op)

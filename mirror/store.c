@@ -4,6 +4,8 @@
  * mirror. The bottom of the gate: it calls nothing above it (no waits, no
  * transitions). Loop thread.
  */
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,8 +159,28 @@ struct mirror_pstate *mirror_pstate_get(struct mirror_tstate *t, int32_t partiti
 		return NULL;
 	mirror_pstate_forget_view(ps);
 	ps->failing_since_ms = -1;
+	ps->confirmed = -1;
 	t->parts[partition] = ps;
 	return ps;
+}
+
+void mirror_pstate_confirm(struct mirror_tstate *t, struct mirror_pstate *ps, int32_t partition, int64_t after)
+{
+	if (after <= ps->confirmed)
+		return;
+	ps->confirmed = after;
+	if (!ps->m_confirmed) {
+		char m[160], tp[300], labels[600];
+		mirror_label_escape(m, sizeof(m), t->link->name);
+		mirror_label_escape(tp, sizeof(tp), t->topic);
+		snprintf(labels, sizeof(labels), "mirror=\"%s\",topic=\"%s\",partition=\"%" PRId32 "\"", m, tp,
+			 partition);
+		ps->m_confirmed = metric_get(METRIC_GAUGE, "syncgate_mirror_confirmed_offset",
+					     "First offset after the last held record this mirror confirmed durable "
+					     "(what syncgate-ctl verify --destination-only checks after a disaster)",
+					     labels, NULL, 0);
+	}
+	metric_set(ps->m_confirmed, (double)after);
 }
 
 int64_t mirror_pstate_lag(const struct mirror_pstate *ps)

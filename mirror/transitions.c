@@ -51,8 +51,8 @@ void mirror_tstate_set_desired(struct mirror_tstate *t, enum mirror_type to)
 void mirror_tstate_check_promotion(struct mirror_tstate *t)
 {
 	struct mirror_gate *g = t->link->gate;
-	if (t->ls.desired != MIRROR_SYNC || t->ls.effective == MIRROR_SYNC || t->npart <= 0)
-		return;
+	if (t->ls.desired != MIRROR_SYNC || t->ls.effective == MIRROR_SYNC || t->npart <= 0 || t->ls.fenced)
+		return; /* a fenced (failed-over) topic is never re-promoted */
 	int64_t lag = mirror_tstate_lag(t, MIRROR_LAG_CURRENT, NULL);
 	if (lag == 0) {
 		int64_t now = mirror_now_ms();
@@ -136,6 +136,8 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 	enum mirror_type eff = after.effective;
 	after.effective = before.effective;
 	t->ls = after;
+	if (after.fenced)
+		t->fence_seen = true;
 	if (eff != before.effective) {
 		char why[160];
 		snprintf(why, sizeof(why), "state log %s%s%s", mirror_rec_kind_str(r->kind),
@@ -169,10 +171,10 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 	}
 	if (out.changed)
 		LOG_I("mirror_state_applied", "mirror=%s topic=%s op=%s desired=%s effective=%s released=%s"
-		      " recovery_pending=%s retry_attempt=%" PRId32 " generation=%" PRId64, l->name, t->topic,
+		      " recovery_pending=%s fenced=%s retry_attempt=%" PRId32 " generation=%" PRId64, l->name, t->topic,
 		      mirror_rec_kind_str(r->kind), mirror_type_str(t->ls.desired), mirror_type_str(t->ls.effective),
 		      t->ls.released ? "true" : "false", t->ls.recovery_pending ? "true" : "false",
-		      t->ls.retry_attempt, t->ls.generation);
+		      t->ls.fenced ? "true" : "false", t->ls.retry_attempt, t->ls.generation);
 	/* decider bookkeeping: our conditional record is no longer in flight */
 	if (r->kind == MIRROR_REC_REGISTER || r->kind == MIRROR_REC_DEMOTE) {
 		int64_t now = mirror_now_ms();

@@ -128,9 +128,12 @@ void mirror_part_fail(struct mirror_wait *w, uint32_t i, enum mirror_outcome o)
 void mirror_ref_done(struct mirror_ref *r, bool observe, int64_t now)
 {
 	struct mirror_wait *w = r->w;
+	struct mirror_pstate *ps = r->ps;
 	ref_detach(r);
-	if (observe)
+	if (observe) {
 		metric_observe(r->t->link->m_latency, (double)(now - w->start_ms) / 1000.0);
+		mirror_pstate_confirm(r->t, ps, w->parts[r->part].partition, r->offset + 1);
+	}
 	if (--w->remaining[r->part] == 0 && w->parts[r->part].outcome == MIRROR_PENDING)
 		part_resolved(w, r->part, MIRROR_SATISFIED);
 }
@@ -295,6 +298,7 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 			}
 			if (ps->progress > p->last_offset) {
 				metric_observe(l->m_latency, 0);
+				mirror_pstate_confirm(t, ps, p->partition, p->last_offset + 1);
 				continue;
 			}
 			if (mirror_isr_short(ps) && !fail_ps) {
@@ -442,16 +446,47 @@ static void tstate_join_waiters(struct mirror_tstate *t)
 	}
 }
 
+bool mirror_tstate_fenced(const struct mirror_tstate *t)
+{
+	const struct mirror_gate *g = t->link->gate;
+	if (!g->state_ready || g->replaying)
+		return t->ls.fenced || t->fence_seen; /* history: a fence seen stays */
+	return t->ls.fenced;
+}
+
+/* A fenced topic that stops gating (the failover's release) fails its
+ * waiters: a record not confirmed by then is not acknowledged. */
+static void tstate_fail_waiters(struct mirror_tstate *t)
+{
+	for (int32_t p = 0; p < t->nparts_alloc; p++) {
+		struct mirror_pstate *ps = t->parts[p];
+		while (ps && ps->nheap) {
+			struct mirror_ref *r = ps->heap[0];
+			struct mirror_wait_part *wp = &r->w->parts[r->part];
+			snprintf(wp->message, sizeof(wp->message),
+				 "mirror %s: topic fenced for failover; record not confirmed on the destination",
+				 t->link->name);
+			mirror_part_fail(r->w, r->part, MIRROR_TIMEOUT);
+		}
+	}
+}
+
 /* The only place that changes who waits because of the mirror type, as of
  * the current state (tstate_gating): a (mirror, topic) that does not gate
- * releases its waiters; one that began to gate joins the waits held. */
+ * releases its waiters (or, fenced for a failover, fails them: a record not
+ * confirmed by then is never acknowledged); one that began to gate joins
+ * the waits held. */
 void mirror_tstate_settle(struct mirror_tstate *t)
 {
 	bool gating = tstate_gating(t);
-	if (!gating)
-		mirror_tstate_release_waiters(t);
-	else if (!t->gating_joined)
+	if (!gating) {
+		if (mirror_tstate_fenced(t))
+			tstate_fail_waiters(t);
+		else
+			mirror_tstate_release_waiters(t);
+	} else if (!t->gating_joined) {
 		tstate_join_waiters(t);
+	}
 	t->gating_joined = gating;
 	mirror_hw_progressed(t->link->gate, t->topic, -1); /* held Fetch responses (issue 14) */
 }
@@ -464,6 +499,16 @@ static void settle_one(struct mirror_tstate *t, void *arg)
 void mirror_settle_all(struct mirror_gate *g, struct mirror_link *l)
 {
 	mirror_each_topic(g, l, settle_one, NULL);
+}
+
+const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic)
+{
+	for (size_t i = 0; i < g->nlinks; i++) {
+		struct mirror_tstate *t = mirror_tstate_get(g->links[i], topic, false);
+		if (t && mirror_tstate_fenced(t))
+			return g->links[i]->name;
+	}
+	return NULL;
 }
 
 bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic)

@@ -1,9 +1,13 @@
 /*
  * admin_api.c — the mutating admin endpoints (KIP "Command-Line Tool";
  * the contract is proxy/ctl.c's header comment):
- *   POST /v1/alter   {"mirror","topic","type":"SYNC|ASYNC","add":bool}
- *   POST /v1/release {"mirror","topics":REGEX|null}
- * Both need `Authorization: Bearer <token>` equal to the contents of
+ *   POST /v1/alter    {"mirror","topic","type":"SYNC|ASYNC","add":bool}
+ *   POST /v1/release  {"mirror","topics":REGEX|null}
+ *   POST /v1/fence    {"mirror","topics":REGEX|null,"fence":bool}   (unfence: false)
+ *   POST /v1/failover {"mirror","topics","dry_run":bool,"timeout_ms":int}
+ *   POST /v1/verify   {"mirror","topics","destination_only":bool,"timeout_ms":int,
+ *                      "confirmed":[{"topic","partition","offset"}]}
+ * All need `Authorization: Bearer <token>` equal to the contents of
  * admin.token_file (read at each call, so the file can be rotated); without a
  * token file they are refused (403). Answers: 200
  * {"topics":[{"topic","result","message"}],"warning"?}, or 4xx/5xx
@@ -35,6 +39,7 @@ struct admin_call {
 	struct evhttp_request *req;
 	struct evhttp_connection *conn;
 	struct mirror_op *op;
+	struct mirror_failover *fo;  /* /v1/failover, /v1/verify */
 };
 
 static void reply_json(struct evhttp_request *req, int code, const char *body)
@@ -133,6 +138,7 @@ static void call_closed(struct evhttp_connection *conn, void *arg)
 	struct admin_call *c = arg;
 	LOG_I("admin_call_abandoned", "reason=\"client closed the connection before the answer\"");
 	mirror_op_cancel(c->op);
+	mirror_failover_cancel(c->fo);
 	free(c);
 }
 
@@ -231,6 +237,103 @@ static void release_cb(struct evhttp_request *req, void *arg)
 	json_decref(j);
 }
 
+static void fence_cb(struct evhttp_request *req, void *arg)
+{
+	struct admin_api *api = arg;
+	if (!post_only(req) || authorize(api, req) != 0)
+		return;
+	json_t *j = read_body(req);
+	if (!j)
+		return;
+	const char *mirror = json_string_value(json_object_get(j, "mirror"));
+	json_t *topics = json_object_get(j, "topics"), *fence = json_object_get(j, "fence");
+	if (!mirror || (topics && !json_is_null(topics) && !json_is_string(topics)) || !json_is_boolean(fence)) {
+		reply_error(req, 400, "body: {\"mirror\":str,\"topics\":regex|null,\"fence\":bool}");
+		json_decref(j);
+		return;
+	}
+	struct admin_call *c = call_new(req);
+	if (!c) {
+		reply_error(req, 500, "out of memory");
+		json_decref(j);
+		return;
+	}
+	LOG_W("admin_fence", "mirror=%s topics=\"%s\" fence=%s", mirror,
+	      json_is_string(topics) ? json_string_value(topics) : "(all)", json_is_true(fence) ? "true" : "false");
+	call_start(c, mirror_gate_fence(api->gate, mirror, json_string_value(topics), json_is_true(fence),
+					call_answered, c));
+	json_decref(j);
+}
+
+/* POST /v1/failover and /v1/verify (mirror/failover.c). */
+static void failover_common(struct evhttp_request *req, struct admin_api *api, bool failover)
+{
+	if (!post_only(req) || authorize(api, req) != 0)
+		return;
+	json_t *j = read_body(req);
+	if (!j)
+		return;
+	struct mirror_failover_req fr = {
+		.mirror = json_string_value(json_object_get(j, "mirror")),
+		.topics_regex = json_string_value(json_object_get(j, "topics")),
+		.failover = failover,
+		.dry_run = json_is_true(json_object_get(j, "dry_run")),
+		.destination_only = json_is_true(json_object_get(j, "destination_only")),
+		.timeout_ms = (int)json_integer_value(json_object_get(j, "timeout_ms")),
+	};
+	json_t *conf = json_object_get(j, "confirmed");
+	size_t n = json_array_size(conf);
+	struct mirror_confirmed *cf = n ? calloc(n, sizeof(*cf)) : NULL;
+	for (size_t i = 0; cf && i < n; i++) {
+		json_t *x = json_array_get(conf, i);
+		cf[i] = (struct mirror_confirmed){json_string_value(json_object_get(x, "topic")),
+						  (int32_t)json_integer_value(json_object_get(x, "partition")),
+						  (int64_t)json_integer_value(json_object_get(x, "offset"))};
+	}
+	fr.confirmed = cf;
+	fr.nconfirmed = cf ? n : 0;
+	json_t *t = json_object_get(j, "topics");
+	if (!fr.mirror || (t && !json_is_null(t) && !json_is_string(t)) || (n && !cf)) {
+		reply_error(req, n && !cf ? 500 : 400,
+			    "body: {\"mirror\":str,\"topics\":regex|null,\"dry_run\":bool,\"destination_only\":bool,"
+			    "\"timeout_ms\":int,\"confirmed\":[{\"topic\",\"partition\",\"offset\"}]}");
+		free(cf);
+		json_decref(j);
+		return;
+	}
+	struct admin_call *c = call_new(req);
+	if (!c) {
+		reply_error(req, 500, "out of memory");
+		free(cf);
+		json_decref(j);
+		return;
+	}
+	LOG_W(failover ? "admin_failover" : "admin_verify", "mirror=%s topics=\"%s\" dry_run=%s destination_only=%s",
+	      fr.mirror, fr.topics_regex ? fr.topics_regex : "(all)", fr.dry_run ? "true" : "false",
+	      fr.destination_only ? "true" : "false");
+	c->fo = mirror_gate_failover(api->gate, &fr, call_answered, c);
+	free(cf); /* copied */
+	json_decref(j);
+	if (!c->fo) {
+		reply_error(req, 500, "out of memory");
+		free(c);
+		return;
+	}
+	/* the answer comes after the drain: keep the connection past admin's 30 s */
+	evhttp_connection_set_timeout(c->conn, 120 + (fr.timeout_ms > 0 ? fr.timeout_ms / 1000 : 60));
+	evhttp_connection_set_closecb(c->conn, call_closed, c);
+}
+
+static void failover_cb(struct evhttp_request *req, void *arg)
+{
+	failover_common(req, arg, true);
+}
+
+static void verify_cb(struct evhttp_request *req, void *arg)
+{
+	failover_common(req, arg, false);
+}
+
 void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate)
 {
 	/* Lives as long as the process (the admin listener is never re-created). */
@@ -240,6 +343,9 @@ void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, stru
 	api.token_file = conf->admin_token_file ? strdup(conf->admin_token_file) : NULL;
 	evhttp_set_cb(http, "/v1/alter", alter_cb, &api);
 	evhttp_set_cb(http, "/v1/release", release_cb, &api);
+	evhttp_set_cb(http, "/v1/fence", fence_cb, &api);
+	evhttp_set_cb(http, "/v1/failover", failover_cb, &api);
+	evhttp_set_cb(http, "/v1/verify", verify_cb, &api);
 	if (!api.token_file)
 		LOG_W("admin_mutations_disabled", "reason=\"admin.token_file not configured: /v1/alter and "
 		      "/v1/release refuse every call\"");

@@ -9,17 +9,30 @@
  *     --add --mirror M --topic T [--sync]
  *     --alter --mirror M --topic T --sync|--async
  *     --release-sync --mirror M [--topics REGEX]
+ *     failover --mirror M [--topics REGEX] [--dry-run] [--timeout-ms N]
+ *     verify --mirror M [--topics REGEX] [--timeout-ms N]
+ *            [--destination-only [--confirmed FILE]...]
+ *     unfence --mirror M [--topics REGEX]
+ * (the three words may also be given as --failover, --verify, --unfence)
  *
  * Admin API (JSON, bearer token on mutating calls):
  *   GET  /v1/mirrors?mirror=M&topic=T                 describe
  *   POST /v1/alter   {"mirror","topic","type":"SYNC|ASYNC","add":bool}
  *   POST /v1/release {"mirror","topics":REGEX|null}
+ *   POST /v1/fence   {"mirror","topics":REGEX|null,"fence":bool}
+ *   POST /v1/failover {"mirror","topics","dry_run","timeout_ms"}
+ *   POST /v1/verify  {"mirror","topics","destination_only","timeout_ms","confirmed":[…]}
  * A mutating call answers {"topics":[{"topic","result","message"}]} with
- * result one of PROMOTED, PENDING_LAG, DEMOTED, RELEASED, UNCHANGED, REJECTED.
+ * result one of PROMOTED, PENDING_LAG, DEMOTED, RELEASED, FENCED, UNFENCED,
+ * UNCHANGED, REJECTED; failover/verify answer mirror/mirror.h's
+ * mirror_gate_failover() document.
  *
- * Exit codes: 0 success; 1 the sidecar refused or failed the request (or a
- * topic was REJECTED); 2 bad usage; 3 the admin API could not be reached.
+ * Exit codes: 0 success (failover/verify: verified); 1 the sidecar refused
+ * or failed the request (or a topic was REJECTED; failover/verify: not
+ * verified); 2 bad usage; 3 the admin API, or (failover/verify) the source
+ * or destination cluster, could not be reached.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -32,7 +45,7 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
-enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE };
+enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE };
 
 struct ctl {
 	enum verb verb;
@@ -41,6 +54,10 @@ struct ctl {
 	const char *mirror, *topic, *topics;
 	int type;               /* 0 unset, 1 SYNC, 2 ASYNC */
 	bool json;
+	bool dry_run, destination_only;
+	long timeout_ms;        /* failover/verify; 0: the sidecar's default */
+	const char *confirmed[16]; /* verify --destination-only --confirmed FILE */
+	int nconfirmed;
 	/* response */
 	struct event_base *base;
 	int status;
@@ -57,8 +74,16 @@ static void usage(FILE *out)
 		"                                           promote (at lag zero) or demote at once\n"
 		"  --release-sync --mirror M [--topics REGEX]\n"
 		"                                           source-side release (destructive)\n"
+		"  failover --mirror M [--topics REGEX] [--dry-run] [--timeout-ms N]\n"
+		"                                           fence, drain, verify zero RPO, move consumer\n"
+		"                                           offsets, release (--dry-run: drain and verify only)\n"
+		"  verify --mirror M [--topics REGEX] [--timeout-ms N]\n"
+		"         [--destination-only [--confirmed FILE]...]\n"
+		"                                           compare source and destination per partition\n"
+		"  unfence --mirror M [--topics REGEX]      lift a failover's fence (Produce accepted again)\n"
 		"defaults: --admin 127.0.0.1:9464, --token-file $SYNCGATE_TOKEN_FILE\n"
-		"exit codes: 0 ok, 1 refused/failed/rejected, 2 usage, 3 admin API unreachable\n");
+		"exit codes: 0 ok (verified), 1 refused/failed/rejected/not verified, 2 usage,\n"
+		"            3 admin API (failover/verify: source or destination) unreachable\n");
 }
 
 static char *read_token(const char *path)
@@ -109,7 +134,8 @@ static int http_call(struct ctl *c, const char *method, const char *path, const 
 			event_base_free(base);
 		return -1;
 	}
-	evhttp_connection_set_timeout(conn, 30);
+	/* failover/verify answer after the drain (bounded by --timeout-ms) */
+	evhttp_connection_set_timeout(conn, 60 + (int)(c->timeout_ms > 0 ? c->timeout_ms / 1000 : 60));
 	c->base = base;
 	struct evhttp_request *req = evhttp_request_new(done_cb, c);
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -194,6 +220,8 @@ static void print_describe(const json_t *doc)
 			}
 			printf("\n");
 			print_stalls(t);
+			if (json_is_true(json_object_get(t, "fenced")))
+				printf("  fenced for failover: Produce refused on every sidecar (syncgate-ctl unfence lifts it)\n");
 		}
 	}
 }
@@ -215,6 +243,122 @@ static int print_results(const json_t *doc)
 	return rejected;
 }
 
+/* Confirmed offsets from FILE: Prometheus text (syncgate_mirror_confirmed_offset
+ * lines of mirror M, e.g. every sidecar's last /metrics scrape) or plain
+ * "topic partition offset" lines; the highest figure per partition wins on
+ * the sidecar. Appends to `arr`; -1 when unreadable. */
+static int read_confirmed(const struct ctl *c, const char *path, json_t *arr)
+{
+	FILE *f = fopen(path, "r");
+	if (!f) {
+		fprintf(stderr, "syncgate-ctl: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	char line[2048];
+	while (fgets(line, sizeof(line), f)) {
+		char topic[512], mirror[256];
+		int part;
+		long long off;
+		double v;
+		if (!strncmp(line, "syncgate_mirror_confirmed_offset{", 33)) {
+			const char *m = strstr(line, "mirror=\""), *t = strstr(line, "topic=\""),
+				   *p = strstr(line, "partition=\""), *end = strchr(line, '}');
+			if (!m || !t || !p || !end || sscanf(m + 8, "%255[^\"]", mirror) != 1 ||
+			    sscanf(t + 7, "%511[^\"]", topic) != 1 || sscanf(p + 11, "%d", &part) != 1 ||
+			    sscanf(end + 1, "%lf", &v) != 1 || strcmp(mirror, c->mirror))
+				continue;
+			off = (long long)v;
+		} else if (line[0] == '#' || sscanf(line, "%511s %d %lld", topic, &part, &off) != 3) {
+			continue;
+		}
+		json_array_append_new(arr, json_pack("{s:s, s:i, s:I}", "topic", topic, "partition", part,
+						     "offset", (json_int_t)off));
+	}
+	fclose(f);
+	return 0;
+}
+
+static const char *jstr(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+	return s ? s : "";
+}
+
+static void jnum(char *buf, size_t cap, const json_t *o, const char *k)
+{
+	const json_t *v = json_object_get(o, k);
+	if (json_is_integer(v))
+		snprintf(buf, cap, "%lld", (long long)json_integer_value(v));
+	else
+		snprintf(buf, cap, "?");
+}
+
+/* Exit code of a failover/verify answer: 0 verified, 3 a cluster
+ * unreachable, else 1. */
+static int failover_exit(const json_t *doc)
+{
+	if (json_is_string(json_object_get(doc, "unreachable")))
+		return 3;
+	return json_is_true(json_object_get(doc, "verified")) ? 0 : 1;
+}
+
+/* The failover/verify document as tables; returns the exit code. */
+static int print_failover(const json_t *doc)
+{
+	const char *mode = jstr(doc, "mode");
+	bool dest_only = !strcmp(mode, "verify-destination-only");
+	printf("mirror %s (offsets: %s), %s%s\n", jstr(doc, "mirror"), jstr(doc, "offsets"), mode,
+	       json_is_true(json_object_get(doc, "fenced")) ? ", source fenced" : "");
+	size_t i, k;
+	json_t *p, *s;
+	json_array_foreach(json_object_get(doc, "steps"), i, s) {
+		json_t *a = json_object_get(s, "answer");
+		printf("step %s (HTTP %lld):", jstr(s, "step"), (long long)json_integer_value(json_object_get(s, "status")));
+		json_array_foreach(json_object_get(a, "topics"), k, p)
+			printf(" %s=%s", jstr(p, "topic"), jstr(p, "result"));
+		if (json_object_get(a, "error"))
+			printf(" %s", jstr(a, "error"));
+		printf("\n");
+	}
+	printf("%-24s %-9s %-9s %-12s %-12s %-12s %-8s %s\n", "TOPIC", "PARTITION", "STATUS",
+	       dest_only ? "CONFIRMED" : "SOURCE HW", "DEST HW", "PROGRESS", "MISSING", "DETAIL");
+	json_array_foreach(json_object_get(doc, "partitions"), i, p) {
+		char a[24], b[24], c[24], d[24];
+		jnum(a, sizeof(a), p, dest_only ? "confirmed" : "target");
+		jnum(b, sizeof(b), p, "destination_hw");
+		jnum(c, sizeof(c), p, "progress");
+		jnum(d, sizeof(d), p, "missing");
+		printf("%-24s %-9lld %-9s %-12s %-12s %-12s %-8s %s\n", jstr(p, "topic"),
+		       (long long)json_integer_value(json_object_get(p, "partition")), jstr(p, "status"), a, b, c, d,
+		       jstr(p, "detail"));
+	}
+	if (json_array_size(json_object_get(doc, "groups"))) {
+		printf("\n%-24s %-24s %-9s %-10s %-10s %-11s %s\n", "GROUP", "TOPIC", "PARTITION", "SOURCE", "DEST",
+		       "ACTION", "NOTE");
+		json_array_foreach(json_object_get(doc, "groups"), i, p) {
+			char a[24], b[24];
+			jnum(a, sizeof(a), p, "source_offset");
+			jnum(b, sizeof(b), p, "destination_offset");
+			printf("%-24s %-24s %-9lld %-10s %-10s %-11s %s\n", jstr(p, "group"), jstr(p, "topic"),
+			       (long long)json_integer_value(json_object_get(p, "partition")), a, b, jstr(p, "action"),
+			       jstr(p, "note"));
+		}
+	} else if (!strcmp(mode, "failover") || !strcmp(mode, "dry-run")) {
+		printf("\nconsumer groups: none %s\n", json_is_true(json_object_get(doc, "verified"))
+							      ? "committed offsets on these topics" : "moved (not verified)");
+	}
+	if (json_object_get(doc, "groups_note"))
+		printf("consumer groups: %s\n", jstr(doc, "groups_note"));
+	if (json_object_get(doc, "would_release"))
+		printf("would release mirror %s for these topics (sticky Released marker) and keep the source fenced\n",
+		       jstr(doc, "would_release"));
+	if (json_is_true(json_object_get(doc, "released")))
+		printf("released mirror %s; the source stays fenced until: syncgate-ctl unfence --mirror %s\n",
+		       jstr(doc, "mirror"), jstr(doc, "mirror"));
+	printf("\n%s\n", jstr(doc, "verdict"));
+	return failover_exit(doc);
+}
+
 static int run(struct ctl *c)
 {
 	char path[1024];
@@ -229,6 +373,24 @@ static int run(struct ctl *c)
 			 et ? et : "");
 		free(em);
 		free(et);
+	} else if (c->verb == VERB_FAILOVER || c->verb == VERB_VERIFY) {
+		snprintf(path, sizeof(path), c->verb == VERB_FAILOVER ? "/v1/failover" : "/v1/verify");
+		json_t *arr = json_array();
+		for (int i = 0; i < c->nconfirmed; i++)
+			if (read_confirmed(c, c->confirmed[i], arr) != 0) {
+				json_decref(arr);
+				return 2;
+			}
+		json_t *j = json_pack("{s:s, s:s?, s:b, s:b, s:I, s:o}", "mirror", c->mirror, "topics", c->topics,
+				      "dry_run", c->dry_run, "destination_only", c->destination_only, "timeout_ms",
+				      (json_int_t)c->timeout_ms, "confirmed", arr);
+		body = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+	} else if (c->verb == VERB_UNFENCE) {
+		snprintf(path, sizeof(path), "/v1/fence");
+		json_t *j = json_pack("{s:s, s:s?, s:b}", "mirror", c->mirror, "topics", c->topics, "fence", 0);
+		body = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
 	} else if (c->verb == VERB_RELEASE) {
 		snprintf(path, sizeof(path), "/v1/release");
 		json_t *j = json_pack("{s:s, s:s?}", "mirror", c->mirror, "topics", c->topics);
@@ -262,6 +424,13 @@ static int run(struct ctl *c)
 		return 1;
 	}
 	int out = 0;
+	if (c->verb == VERB_FAILOVER || c->verb == VERB_VERIFY) {
+		if (c->json)
+			printf("%s\n", c->body);
+		out = c->json ? failover_exit(doc) : print_failover(doc);
+		json_decref(doc);
+		return out;
+	}
 	if (c->verb == VERB_DESCRIBE && c->mirror && !json_array_size(json_object_get(doc, "mirrors"))) {
 		fprintf(stderr, "syncgate-ctl: unknown mirror %s\n", c->mirror);
 		json_decref(doc);
@@ -303,6 +472,13 @@ int main(int argc, char **argv)
 		{ "topics", required_argument, NULL, 'T' },
 		{ "sync", no_argument, NULL, 's' },
 		{ "async", no_argument, NULL, 'y' },
+		{ "failover", no_argument, NULL, 'F' },
+		{ "verify", no_argument, NULL, 'C' },
+		{ "unfence", no_argument, NULL, 'U' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "destination-only", no_argument, NULL, 'd' },
+		{ "timeout-ms", required_argument, NULL, 'w' },
+		{ "confirmed", required_argument, NULL, 'c' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -329,14 +505,60 @@ int main(int argc, char **argv)
 		case 'T': c.topics = optarg; break;
 		case 's': c.type = c.type == 2 ? -1 : 1; break;
 		case 'y': c.type = c.type == 1 ? -1 : 2; break;
+		case 'F': c.verb = VERB_FAILOVER; verbs++; break;
+		case 'C': c.verb = VERB_VERIFY; verbs++; break;
+		case 'U': c.verb = VERB_UNFENCE; verbs++; break;
+		case 'n': c.dry_run = true; break;
+		case 'd': c.destination_only = true; break;
+		case 'w': {
+			char *end;
+			errno = 0;
+			c.timeout_ms = strtol(optarg, &end, 10);
+			if (errno || *end || c.timeout_ms <= 0 || c.timeout_ms > 3600000) {
+				fprintf(stderr, "syncgate-ctl: --timeout-ms takes 1..3600000\n");
+				return 2;
+			}
+			break;
+		}
+		case 'c':
+			if (c.nconfirmed >= (int)(sizeof(c.confirmed) / sizeof(c.confirmed[0]))) {
+				fprintf(stderr, "syncgate-ctl: at most 16 --confirmed files\n");
+				return 2;
+			}
+			c.confirmed[c.nconfirmed++] = optarg;
+			break;
 		case 'V': printf("syncgate-ctl %s\n", SYNCGATE_VERSION); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
+	/* verbs as words: syncgate-ctl failover --mirror M (getopt moved them last) */
+	for (; optind < argc; optind++) {
+		static const struct { const char *w; enum verb v; } words[] = {
+			{"failover", VERB_FAILOVER}, {"verify", VERB_VERIFY}, {"unfence", VERB_UNFENCE},
+			{"describe", VERB_DESCRIBE},
+		};
+		size_t k = 0;
+		while (k < sizeof(words) / sizeof(words[0]) && strcmp(argv[optind], words[k].w))
+			k++;
+		if (k == sizeof(words) / sizeof(words[0]))
+			break;
+		c.verb = words[k].v;
+		verbs++;
+	}
 	const char *bad = NULL;
 	if (verbs != 1 || optind != argc)
-		bad = "give exactly one of --describe, --add, --alter, --release-sync";
+		bad = "give exactly one of --describe, --add, --alter, --release-sync, failover, verify, unfence";
+	else if ((c.verb == VERB_FAILOVER || c.verb == VERB_VERIFY || c.verb == VERB_UNFENCE) && !c.mirror)
+		bad = "failover, verify and unfence need --mirror";
+	else if (c.dry_run && c.verb != VERB_FAILOVER)
+		bad = "--dry-run goes with failover";
+	else if ((c.destination_only || c.nconfirmed) && c.verb != VERB_VERIFY)
+		bad = "--destination-only and --confirmed go with verify";
+	else if (c.nconfirmed && !c.destination_only)
+		bad = "--confirmed goes with --destination-only";
+	else if (c.timeout_ms && c.verb != VERB_FAILOVER && c.verb != VERB_VERIFY)
+		bad = "--timeout-ms goes with failover and verify";
 	else if (c.type < 0)
 		bad = "--sync and --async exclude each other";
 	else if ((c.verb == VERB_ADD || c.verb == VERB_ALTER) && (!c.mirror || !c.topic))

@@ -261,6 +261,16 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 /** Release the entry's wait without sending (connection closing). */
 void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e);
 
+/* fence.c: the failover fence (issue 16) */
+/**
+ * A decoded Produce request (`len` body bytes at the head of `in`, header
+ * `h`, `wire_version` as sent upstream) naming a topic fenced for failover
+ * (mirror_gate_fenced_by) is refused here, never forwarded: 1 answered
+ * (NOT_ENOUGH_REPLICAS on every partition; the frame is consumed), -1 close
+ * the connection (acks=0: no response to refuse with), 0 not fenced.
+ */
+int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+			int16_t wire_version, const struct codec_produce_request *req);
 /* clamp.c: consumers see only mirrored records (issue 14, invariant 1b) */
 /**
  * A client request was framed (header `h`, `len` body bytes at the head of

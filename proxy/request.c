@@ -132,6 +132,12 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		free(req);
 		return -1;
 	}
+	int fenced = proxy_fence_produce(c, in, len, h, wire_version, req); /* issue 16: never forwarded */
+	if (fenced != 0) {
+		codec_produce_request_free(req);
+		free(req);
+		return fenced > 0 ? 0 : -1;
+	}
 	if (req->acks == 0) {
 		/* no response will come: no FIFO slot, never gated */
 		metric_add(m_acks0, 1);

@@ -598,3 +598,112 @@ Test(gate_lifecycle, a_promoted_mirror_joins_the_responses_already_held)
 	cr_assert_eq(cr.calls, 1);
 	cr_assert_eq(cr.o, MIRROR_SATISFIED);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Failover fence (issue 16): FENCE/UNFENCE in the apply path                */
+/* ------------------------------------------------------------------------ */
+
+static void fence(bool on, const char *want)
+{
+	struct answer a = {0};
+	cr_assert_not_null(mirror_gate_fence(g, "dr", "orders", on, on_answer, &a));
+	await(&a);
+	cr_assert_eq(a.status, 200, "%s", a.body);
+	cr_assert_str_eq(result0(&a, NULL, 0), want);
+}
+
+/* Fence, drain, release as a failover does: the fence refuses (fenced_by)
+ * but keeps gating, so a held ack confirmed by the drain is an ack; one the
+ * destination never confirmed FAILS at the release, never an ack; no
+ * recovery promotion while fenced; unfence lifts both. */
+Test(gate_lifecycle, fence_then_release_fails_unconfirmed_waiters_and_blocks_recovery)
+{
+	promote2("orders");
+	cr_assert_null(mirror_gate_fenced_by(g, "orders"));
+	struct mirror_wait_part p1 = {.topic = "orders", .partition = 0, .last_offset = 11, .outcome = MIRROR_PENDING};
+	struct mirror_wait_part p2 = {.topic = "orders", .partition = 1, .last_offset = 50, .outcome = MIRROR_PENDING};
+	struct cbrec c1 = {0}, c2 = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p1, 1, mirror_now_ms() + 20000, on_done, &c1));
+	cr_assert_not_null(mirror_gate_wait(g, &p2, 1, mirror_now_ms() + 20000, on_done, &c2));
+	fence(true, "FENCED");
+	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
+	cr_assert_null(mirror_gate_fenced_by(g, "payments"));
+	cr_assert(mirror_gate_is_gated(g, "orders"), "fenced topics keep gating until released");
+	pump();
+	cr_assert_eq(c1.calls + c2.calls, 0, "the fence releases nobody");
+	report("orders", 0, 2, 12, 12, NULL); /* drained: offset 11 is on the destination */
+	cr_assert_eq(c1.calls, 1);
+	cr_assert_eq(c1.o, MIRROR_SATISFIED);
+	struct answer a = {0};
+	mirror_gate_release(g, "dr", NULL, on_answer, &a);
+	await(&a);
+	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
+	pump();
+	cr_assert_eq(c2.calls, 1);
+	cr_assert_eq(c2.o, MIRROR_TIMEOUT, "released while fenced: an unconfirmed record is never acked");
+	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr", "the fence outlives the release");
+	/* fresh samples at lag zero: no recovery promotion while fenced */
+	report("orders", 0, 2, 60, 60, NULL);
+	report("orders", 1, 2, 60, 60, NULL);
+	run_ms(300);
+	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	cr_assert(info("orders").released);
+	fence(true, "UNCHANGED");
+	fence(false, "UNFENCED");
+	cr_assert_null(mirror_gate_fenced_by(g, "orders"));
+	report("orders", 0, 2, 61, 61, NULL);
+	report("orders", 1, 2, 61, 61, NULL);
+	cr_assert_eq(info("orders").effective, MIRROR_SYNC, "unfenced: the KIP's recovery applies again");
+	struct answer none = {0}; /* unfence selects fenced topics only */
+	mirror_gate_fence(g, "dr", NULL, false, on_answer, &none);
+	await(&none);
+	cr_assert(strstr(none.body, "\"topics\":[]") && strstr(none.body, "no fenced topic"), "%s", none.body);
+}
+
+/* Replay at restart: a FENCE in the history refuses Produce while the log is
+ * read (fail closed, even if a later UNFENCE was folded already), and as of
+ * the log's end the end state decides. */
+Test(gate_lifecycle, restart_history_with_fence_refuses_until_caught_up)
+{
+	mirror_gate_free(g);
+	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS | MIRROR_GATE_STATE_PENDING);
+	cr_assert_not_null(g);
+	cr_assert_null(mirror_gate_fenced_by(g, "orders"));
+	mirror_gate_inject_record(g, REC("FENCE", ""), 0);
+	pump();
+	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
+	mirror_gate_inject_record(g, REC("UNFENCE", ""), 1);
+	pump();
+	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr", "history: a fence seen stays until the end");
+	mirror_gate_inject_record(g, NULL, -1);
+	pump();
+	cr_assert_null(mirror_gate_fenced_by(g, "orders"), "the log's end: unfenced");
+
+	/* a history ending fenced stays fenced */
+	mirror_gate_free(g);
+	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS | MIRROR_GATE_STATE_PENDING);
+	const char *hist[] = {REC("REGISTER", ""), REC("FENCE", ""), REC("RELEASE", ""),
+			      REC("REGISTER", ",\"recovery\":true")};
+	for (int i = 0; i < 4; i++)
+		mirror_gate_inject_record(g, hist[i], i);
+	mirror_gate_inject_record(g, NULL, -1);
+	pump();
+	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
+	struct mirror_topic_info ti = info("orders");
+	cr_assert_eq(ti.effective, MIRROR_ASYNC, "the recovery REGISTER after the fence was rejected");
+	cr_assert(ti.released);
+}
+
+/* A produce accepted while the log was still read (held: every topic gates
+ * then) on a topic whose history ends fenced and released fails at catch-up:
+ * the end state's release never acks what the destination did not confirm. */
+Test(gate_lifecycle, restart_history_fenced_and_released_fails_waiters_held_meanwhile)
+{
+	struct mirror_wait_part p;
+	struct cbrec cr = restarting_with_wait(&p);
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
+	const char *hist[] = {REC("FENCE", ""), REC("RELEASE", "")};
+	replay_then_catch_up(&cr, hist, 2);
+	cr_assert_eq(cr.calls, 1);
+	cr_assert_eq(cr.o, MIRROR_TIMEOUT, "fenced and released: failed, not acknowledged");
+}

@@ -267,3 +267,105 @@ Test(lifecycle, record_json_round_trip)
 		cr_expect_eq(mirror_record_from_json(bad[i], strlen(bad[i]), m, sizeof(m), t, sizeof(t), &back), -1,
 			     "%s", bad[i]);
 }
+
+/* ------------------------------------------------------------------------ */
+/* Failover fence (issue 16): FENCE/UNFENCE records                          */
+/* ------------------------------------------------------------------------ */
+
+/* FENCE and UNFENCE only set the fence: in every state, the type, the
+ * Released marker, recovery and RetryAttempt are untouched. While fenced,
+ * no REGISTER (stale, fresh or recovery) applies: a failed-over topic is
+ * never re-promoted on its old source. */
+Test(lifecycle, fence_sets_only_the_fence_and_blocks_every_promotion)
+{
+	struct mirror_record regs[] = {reg(0, -1), reg(1, -1), reg(0, 7), reg(1, 7)};
+	int n = 0;
+	for (int d = 0; d < 2; d++)
+		for (int e = 0; e < 2; e++)
+			for (int rel = 0; rel < 2; rel++)
+				for (int rp = 0; rp < 2; rp++)
+					for (int fenced = 0; fenced < 2; fenced++) {
+						struct mirror_lstate in = st(d ? S : A, e ? S : A, rel, rp, 1);
+						in.fenced = fenced;
+						for (int k = 0; k < 2; k++) {
+							struct mirror_lstate s = in;
+							struct mirror_apply_out out;
+							struct mirror_record r = rec(k ? MIRROR_REC_FENCE : MIRROR_REC_UNFENCE);
+							mirror_lifecycle_apply(&s, &r, &out);
+							cr_expect_eq(s.fenced, (bool)k);
+							cr_expect_eq(out.changed, fenced != k);
+							cr_expect_eq(s.generation, in.generation + (fenced != k));
+							cr_expect_eq(s.desired, in.desired);
+							cr_expect_eq(s.effective, in.effective);
+							cr_expect_eq(s.released, in.released);
+							cr_expect_eq(s.recovery_pending, in.recovery_pending);
+							cr_expect_eq(s.retry_attempt, in.retry_attempt);
+							cr_expect_eq(out.reject, MIRROR_REJ_NONE);
+							n++;
+						}
+						if (!fenced)
+							continue;
+						for (size_t k = 0; k < sizeof(regs) / sizeof(regs[0]); k++) {
+							struct mirror_lstate s = in;
+							struct mirror_apply_out out;
+							mirror_lifecycle_apply(&s, &regs[k], &out);
+							cr_expect_eq(out.reject, MIRROR_REJ_FENCED);
+							cr_expect(!out.changed);
+							cr_expect(!out.count_rejected);
+							cr_expect_eq(memcmp(&s, &in, sizeof(s)), 0);
+							n++;
+						}
+					}
+	cr_expect_eq(n, 32 * 2 + 16 * 4);
+}
+
+/* The failover sequence as the log holds it: FENCE, RELEASE; the recovery
+ * promotion the decider may write later is rejected until UNFENCE; after
+ * UNFENCE the KIP's recovery applies again. A reader restarting from the
+ * start of the log reaches the same state. */
+Test(lifecycle, failover_sequence_then_unfence)
+{
+	struct mirror_lstate s = mirror_lstate_initial(S);
+	const struct mirror_record pre[] = {reg(0, -1)};
+	fold(&s, pre, 1);
+	cr_assert_eq(s.effective, S);
+	struct mirror_apply_out out;
+	struct mirror_record fence = rec(MIRROR_REC_FENCE), release = rec(MIRROR_REC_RELEASE),
+			     unfence = rec(MIRROR_REC_UNFENCE), recovery = reg(1, -1);
+	mirror_lifecycle_apply(&s, &fence, &out);
+	cr_assert(s.fenced);
+	cr_assert_eq(s.effective, S, "the fence alone keeps gating (the drain confirms what was sent)");
+	mirror_lifecycle_apply(&s, &release, &out);
+	cr_assert(s.released && s.fenced && s.effective == A);
+	mirror_lifecycle_apply(&s, &recovery, &out);
+	cr_assert_eq(out.reject, MIRROR_REJ_FENCED);
+	cr_assert_eq(s.effective, A);
+	cr_assert(s.released);
+	mirror_lifecycle_apply(&s, &unfence, &out);
+	cr_assert(!s.fenced && s.released);
+	mirror_lifecycle_apply(&s, &recovery, &out);
+	cr_assert_eq(s.effective, S);
+	cr_assert(!s.released);
+
+	const struct mirror_record log[] = {reg(0, -1), fence, release, recovery};
+	struct mirror_lstate r1 = mirror_lstate_initial(S), r2 = mirror_lstate_initial(S);
+	fold(&r1, log, 4);
+	fold(&r2, log, 2);
+	r2 = mirror_lstate_initial(S);
+	fold(&r2, log, 4);
+	cr_assert_eq(memcmp(&r1, &r2, sizeof(r1)), 0);
+	cr_assert(r1.fenced && r1.released && r1.effective == A);
+}
+
+Test(lifecycle, fence_record_json_round_trip)
+{
+	for (int k = 0; k < 2; k++) {
+		struct mirror_record r = rec(k ? MIRROR_REC_FENCE : MIRROR_REC_UNFENCE), back;
+		char *j = mirror_record_to_json("dr", "orders", &r);
+		char m[16], t[16];
+		cr_assert_eq(mirror_record_from_json(j, strlen(j), m, sizeof(m), t, sizeof(t), &back), 0);
+		cr_assert_eq(back.kind, r.kind);
+		cr_assert_str_eq(mirror_rec_kind_str(back.kind), k ? "FENCE" : "UNFENCE");
+		free(j);
+	}
+}

@@ -1,0 +1,149 @@
+/*
+ * fence.c — the failover fence in the Produce path (issue 16; docs/operating.md
+ * "Failover"). A Produce request naming a topic that a mirror's failover
+ * fenced (mirror_gate_fenced_by) is answered here and never forwarded, so
+ * the old source appends nothing new — for every acks value:
+ *   acks=all / acks=1: every partition of the request answers
+ *     NOT_ENOUGH_REPLICAS (19) with a message naming the fence: retriable in
+ *     every client, it means "not appended" (unlike ..._AFTER_APPEND), so an
+ *     idempotent producer keeps its sequence state and retries without a
+ *     metadata refresh storm (NOT_LEADER_OR_FOLLOWER would send every client
+ *     to Metadata in a loop while the fence stands). Partitions of unfenced
+ *     topics in the same request get the same code (the request is refused
+ *     whole: it is never split).
+ *   acks=0: there is no response to carry an error, and dropping the records
+ *     silently is not allowed: the connection is closed (the client sees a
+ *     disconnect and reconnects).
+ * Loop thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/proxy.h"
+
+static struct metric *m_refused, *m_parts;
+
+static void fence_metrics_init(void)
+{
+	if (m_refused)
+		return;
+	m_refused = metric_get(METRIC_COUNTER, "syncgate_produce_fenced_requests_total",
+			       "Produce requests refused because a topic is fenced for failover "
+			       "(answered NOT_ENOUGH_REPLICAS, or acks=0: connection closed).", "", NULL, 0);
+	m_parts = metric_get(METRIC_COUNTER, "syncgate_produce_fenced_partitions_total",
+			     "Produce partitions refused because of a failover fence.", "", NULL, 0);
+}
+
+static const char *req_topic_name(struct proxy_conn *c, const struct codec_produce_topic_req *t)
+{
+	return t->name ? t->name : proxy_topic_ids_name(c->srv->topic_ids, t->topic_id);
+}
+
+/* The Produce response refusing every partition of `req`, as a READY entry. */
+static int answer_refused(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			  const struct codec_produce_request *req, const char *fenced_topic, const char *mirror)
+{
+	struct codec_produce_response resp = {0};
+	int rc = -1;
+	char msg[300];
+	resp.topics = calloc(req->ntopics ? req->ntopics : 1, sizeof(*resp.topics));
+	if (!resp.topics)
+		return -1;
+	resp.ntopics = req->ntopics;
+	size_t nparts = 0;
+	for (size_t t = 0; t < req->ntopics; t++) {
+		const struct codec_produce_topic_req *rt = &req->topics[t];
+		struct codec_produce_topic_resp *ot = &resp.topics[t];
+		const char *name = req_topic_name(c, rt);
+		bool own = name && mirror_gate_fenced_by(c->srv->gate, name);
+		if (rt->name && !(ot->name = strdup(rt->name)))
+			goto out;
+		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
+		ot->partitions = calloc(rt->npartitions ? rt->npartitions : 1, sizeof(*ot->partitions));
+		if (!ot->partitions)
+			goto out;
+		ot->npartitions = rt->npartitions;
+		if (own)
+			snprintf(msg, sizeof(msg), "syncgate: topic %s is fenced for the failover of mirror %s; "
+				 "produce to the new primary (syncgate-ctl unfence lifts the fence)", name, mirror);
+		else
+			snprintf(msg, sizeof(msg), "syncgate: refused with partitions of topic %s, fenced for the "
+				 "failover of mirror %s, in the same request", fenced_topic, mirror);
+		for (size_t p = 0; p < rt->npartitions; p++) {
+			struct codec_produce_partition_resp *op = &ot->partitions[p];
+			op->index = rt->partitions[p].index;
+			if (codec_produce_partition_fail(op, CODEC_ERROR_NOT_ENOUGH_REPLICAS, msg) < 0)
+				goto out;
+			nparts++;
+		}
+	}
+	struct codec_buf body;
+	codec_buf_init(&body, (size_t)c->srv->conf->max_frame_bytes);
+	if (codec_produce_response_encode(&resp, wire_version, &body) != CODEC_OK) {
+		codec_buf_free(&body);
+		goto out;
+	}
+	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+	if (!e || !(e->out = evbuffer_new())) {
+		codec_buf_free(&body);
+		goto out;
+	}
+	e->correlation_id = h->correlation_id;
+	e->api_key = h->api_key;
+	e->client_version = h->api_version;
+	e->api_version = wire_version;
+	/* response header: CorrelationId, then (v1, flexible) empty tagged fields */
+	bool flexible = codec_response_header_version(h->api_key, wire_version) >= 1;
+	size_t len = 4 + (flexible ? 1 : 0) + body.len;
+	uint8_t pre[9] = {(uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
+			  (uint8_t)((uint32_t)h->correlation_id >> 24), (uint8_t)((uint32_t)h->correlation_id >> 16),
+			  (uint8_t)((uint32_t)h->correlation_id >> 8), (uint8_t)h->correlation_id, 0};
+	evbuffer_add(e->out, pre, flexible ? 9 : 8);
+	evbuffer_add(e->out, body.data, body.len);
+	codec_buf_free(&body);
+	e->state = PROXY_ENTRY_READY;
+	metric_add(m_parts, (double)nparts);
+	rc = 0;
+out:
+	codec_produce_response_free(&resp);
+	return rc;
+}
+
+int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+			int16_t wire_version, const struct codec_produce_request *req)
+{
+	if (!c->srv->gate)
+		return 0;
+	const char *mirror = NULL, *topic = NULL;
+	for (size_t t = 0; t < req->ntopics && !mirror; t++) {
+		topic = req_topic_name(c, &req->topics[t]);
+		mirror = topic ? mirror_gate_fenced_by(c->srv->gate, topic) : NULL;
+	}
+	if (!mirror)
+		return 0;
+	fence_metrics_init();
+	metric_add(m_refused, 1);
+	/* one line a second at most: a producer retries in a loop */
+	static int64_t last_log_ms;
+	static unsigned long suppressed;
+	int64_t now = mirror_now_ms();
+	bool log = now - last_log_ms >= 1000;
+	if (log) {
+		LOG_W("produce_fenced", "conn=%llu peer=%s topic=%s mirror=%s acks=%d action=%s suppressed=%lu",
+		      (unsigned long long)c->id, c->peer, topic, mirror, req->acks,
+		      req->acks == 0 ? "close (acks=0: no response to refuse with)" : "refused NOT_ENOUGH_REPLICAS",
+		      suppressed);
+		last_log_ms = now;
+		suppressed = 0;
+	} else {
+		suppressed++;
+	}
+	if (req->acks == 0)
+		return -1;
+	if (answer_refused(c, h, wire_version, req, topic, mirror) < 0)
+		return -1;
+	evbuffer_drain(in, len + 4);
+	proxy_fifo_flush(c);
+	return 1;
+}
