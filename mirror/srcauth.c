@@ -24,14 +24,8 @@ static char auth_why[300];     /* last failure, "" none */
 static int64_t auth_at_ms;     /* mirror_now_ms() of it */
 static int64_t auth_logged_ms; /* when `auth_why` was last logged */
 
-static void source_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+static void note_failure(rd_kafka_t *rk, int err, const char *reason)
 {
-	(void)opaque;
-	if (err != RD_KAFKA_RESP_ERR__AUTHENTICATION && err != RD_KAFKA_RESP_ERR__SSL) {
-		LOG_D("source_client_error", "client=%s error=%s reason=\"%s\"", rd_kafka_name(rk),
-		      rd_kafka_err2name(err), reason);
-		return;
-	}
 	int64_t now = mirror_now_ms();
 	pthread_mutex_lock(&auth_mu);
 	bool same = !strcmp(auth_why, reason);
@@ -47,9 +41,39 @@ static void source_error_cb(rd_kafka_t *rk, int err, const char *reason, void *o
 		      rd_kafka_err2name(err), reason);
 }
 
+static void source_error_cb(rd_kafka_t *rk, int err, const char *reason, void *opaque)
+{
+	(void)opaque;
+	if (err == RD_KAFKA_RESP_ERR__AUTHENTICATION || err == RD_KAFKA_RESP_ERR__SSL)
+		note_failure(rk, err, reason);
+	else
+		LOG_D("source_client_error", "client=%s error=%s reason=\"%s\"", rd_kafka_name(rk),
+		      rd_kafka_err2name(err), reason);
+}
+
+/*
+ * librdkafka's log lines of a source client, as syncgate log events (the
+ * same mapping as worker.c's rdkafka_log_cb). The error callback is only
+ * served by rd_kafka_poll(), which some source clients never call, so
+ * authentication and TLS failures are also recognised here, from the broker
+ * thread's FAIL line.
+ */
+static void source_log_cb(const rd_kafka_t *rk, int level, const char *fac, const char *buf)
+{
+	enum log_level l = level <= 3 ? LOG_ERROR : level == 4 ? LOG_WARN : level <= 6 ? LOG_INFO : LOG_DEBUG;
+	conf_log(l, "librdkafka", "client=%s facility=%s message=\"%s\"", rd_kafka_name(rk), fac, buf);
+	if (level > 3 || strcmp(fac, "FAIL"))
+		return;
+	if (strstr(buf, "SASL authentication error") || strstr(buf, "Authentication failed"))
+		note_failure((rd_kafka_t *)rk, RD_KAFKA_RESP_ERR__AUTHENTICATION, buf);
+	else if (strstr(buf, "SSL handshake failed"))
+		note_failure((rd_kafka_t *)rk, RD_KAFKA_RESP_ERR__SSL, buf);
+}
+
 void mirror_source_errors_install(struct rd_kafka_conf_s *c)
 {
 	rd_kafka_conf_set_error_cb(c, source_error_cb);
+	rd_kafka_conf_set_log_cb(c, source_log_cb);
 }
 
 bool mirror_source_auth_failure(char *why, size_t n, int64_t within_ms)
