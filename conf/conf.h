@@ -132,6 +132,8 @@ struct conf {
 	int64_t max_frame_bytes;                /* default 104857600 */
 	int64_t max_held_bytes_per_connection;  /* default 67108864 */
 	int64_t max_held_bytes;                 /* default 1073741824 */
+	int max_connections;        /* limits.max_connections: client connections; 0 no cap */
+	int max_connection_rate;    /* limits.max_connection_rate: accepts per second; 0 no cap */
 
 	int gate_max_hold_ms;       /* cap on a Produce request's TimeoutMs, default 30000 */
 	enum conf_acks1 gate_acks1;
@@ -151,7 +153,12 @@ struct conf {
 	char *state_topic;          /* default "__syncgate_state" */
 	int state_replication_factor; /* default 3 */
 
+	struct conf_prop *source_props; /* source.properties: librdkafka properties of syncgate's
+					 * own source clients (secret-resolved) */
+	size_t nsource_props;
+
 	struct conf_addr admin_listen; /* default 127.0.0.1:9464 */
+	struct conf_tls admin_tls;     /* admin.tls: HTTPS (and mTLS) on admin.listen */
 	char *admin_token_file;     /* NULL: mutating admin calls refused */
 
 	int log_level;              /* enum log_level */
@@ -178,7 +185,7 @@ struct conf_errors {
  * `errs` discards the errors. Defaults are applied; computed defaults:
  * advertise_template = "{host}:<listen_kafka.port>", mirrors[].
  * mm2_offset_syncs_topic = "mm2-offset-syncs.<name>.internal".
- * Secrets (`${file:PATH}`, `${env:NAME}`, only in mirrors[].properties) are
+ * Secrets (`${file:PATH}`, `${env:NAME}`, in mirrors[].properties and source.properties) are
  * resolved here; files named by TLS and token settings must be readable.
  * Blocking file I/O; any thread (not the event loop on a reload: load on a
  * worker, swap on the loop).
@@ -212,6 +219,13 @@ void conf_errors_free(struct conf_errors *errs);
  */
 void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/**
+ * Whether a librdkafka property of this name holds a secret whatever its
+ * source (`sasl.password`, `ssl.key.password`, `*.secret`, PEM key
+ * material, ...): its value is never logged nor printed. Any thread.
+ */
+bool conf_prop_name_sensitive(const char *name);
 
 /** True when `client_id` matches consumers.exempt_client_ids (NULL never does). Any thread. */
 bool conf_consumer_exempt(const struct conf *c, const char *client_id);

@@ -118,7 +118,7 @@ static const char *convert(const struct conf_setting *s, void *base, const char 
 {
 	void *f = field(base, s);
 	if ((s->type == CONF_T_STRING || s->type == CONF_T_ADDR) && strstr(text, "${"))
-		return "${...} references are only resolved in mirrors[].properties";
+		return "${...} references are only resolved in mirrors[].properties and source.properties";
 	switch (s->type) {
 	case CONF_T_STRING: {
 		const char *why = s->check ? s->check(text, buf, n) : NULL;
@@ -339,7 +339,8 @@ static void set_props(struct loader *L, const struct conf_setting *s, yaml_node_
 			continue;
 		}
 		if (!strcmp(name, "bootstrap.servers")) {
-			err_at(L, k->start_mark, "%s: 'bootstrap.servers' is set by the mirror's 'bootstrap' key", dpath);
+			err_at(L, k->start_mark, "%s: 'bootstrap.servers' is set by %s", dpath,
+			       strncmp(s->path, "mirrors[]", 9) ? "upstream.broker" : "the mirror's 'bootstrap' key");
 			continue;
 		}
 		if (val->type != YAML_SCALAR_NODE || is_null(val)) {
@@ -357,7 +358,7 @@ static void set_props(struct loader *L, const struct conf_setting *s, yaml_node_
 		}
 		props[np].name = strdup(name);
 		props[np].value = value;
-		props[np].secret = secret;
+		props[np].secret = secret || conf_prop_name_sensitive(name);
 		np++;
 	}
 	*(struct conf_prop **)field(base, s) = props;
@@ -730,18 +731,23 @@ struct conf *conf_load(const char *path, struct conf_errors *errs)
 
 /* ---- freeing and lookups ---- */
 
+static void free_props(struct conf_prop *props, size_t n)
+{
+	for (size_t j = 0; j < n; j++) {
+		free(props[j].name);
+		if (props[j].value) {
+			explicit_bzero(props[j].value, strlen(props[j].value));
+			free(props[j].value);
+		}
+	}
+	free(props);
+}
+
 static void free_mirror(struct conf_mirror *mi)
 {
 	free(mi->name);
 	free(mi->bootstrap);
-	for (size_t j = 0; j < mi->nprops; j++) {
-		free(mi->props[j].name);
-		if (mi->props[j].value) {
-			explicit_bzero(mi->props[j].value, strlen(mi->props[j].value));
-			free(mi->props[j].value);
-		}
-	}
-	free(mi->props);
+	free_props(mi->props, mi->nprops);
 	free(mi->topic_name);
 	free(mi->mm2_offset_syncs_topic);
 	regex_t *res = mi->sync_topics_re;
@@ -788,7 +794,9 @@ void conf_free(struct conf *c)
 	free(cres);
 	free(c->gate_timeout_answers);
 	free(c->state_topic);
+	free_props(c->source_props, c->nsource_props);
 	free(c->admin_listen.host);
+	free_tls(&c->admin_tls);
 	free(c->admin_token_file);
 	free(c);
 }

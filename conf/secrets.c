@@ -132,3 +132,13 @@ fail:
 	free(out);
 	return NULL;
 }
+
+bool conf_prop_name_sensitive(const char *name)
+{
+	static const char *const words[] = { "password", "secret", "jaas", "ssl.key.pem",
+					     "sasl.oauthbearer.config", NULL };
+	for (size_t i = 0; words[i]; i++)
+		if (strcasestr(name, words[i]))
+			return true;
+	return false;
+}

@@ -291,6 +291,23 @@ const struct conf_setting conf_settings[] = {
 	{ "upstream.tls.verify_hostname", CONF_T_BOOL, C(upstream_tls.verify_hostname), 0, W, 0, 0, "true", NULL, NULL,
 	  "Check that the broker certificate names the host of `upstream.broker`." },
 
+	SEC("source", NONE, 0,
+	    "syncgate's own librdkafka clients on the source cluster: the state log producer and reader, "
+	    "the decider consumer group, each mirror's source high-watermark client, the MirrorMaker 2 "
+	    "offset-syncs reader and the compatibility probe. Kafka clients' own connections through "
+	    "syncgate are not affected (their SASL passes through untouched)."),
+	{ "source.properties", CONF_T_PROPS, C(source_props), C(nsource_props), W | CONF_F_SECRETS, 0, 0, NULL, NULL, NULL,
+	  "librdkafka properties for syncgate's own source clients, applied on top of what `upstream.broker` "
+	  "and `upstream.tls` set: SASL (`security.protocol: sasl_ssl`, `sasl.mechanisms: PLAIN`, "
+	  "`SCRAM-SHA-256`, `SCRAM-SHA-512` or `OAUTHBEARER`, `sasl.username`, `sasl.password`, "
+	  "`sasl.oauthbearer.*`), TLS and mutual TLS (`ssl.ca.location`, `ssl.certificate.location`, "
+	  "`ssl.key.location`, `ssl.key.password`, ...). Values may be secrets: `${file:/path}` or "
+	  "`${env:NAME}`; values of secret-named properties (`*password*`, `*secret*`, `*jaas*`, `ssl.key.pem`, "
+	  "`sasl.oauthbearer.config`) are never logged. `bootstrap.servers` is not allowed (use "
+	  "`upstream.broker`). A reload restarts the mirror workers with new values; the state-log and "
+	  "decider clients keep theirs until a restart. Authentication failures are logged "
+	  "(`source_auth_failed`) and named by `/readyz`." },
+
 	SEC("advertise", NONE, 0,
 	    "How clients see each broker: every broker address in a response is replaced by the syncgate that fronts it."),
 	{ "advertise.template", CONF_T_STRING, C(advertise_template), 0, 0, 0, 0, NULL, NULL, check_template,
@@ -309,6 +326,15 @@ const struct conf_setting conf_settings[] = {
 	  "Bytes of held responses and queued frames per client connection; at most `max_held_bytes`." },
 	{ "limits.max_held_bytes", CONF_T_INT64, C(max_held_bytes), 0, 0, 1024, 1024 * GiB, "1073741824", NULL, NULL,
 	  "Bytes of held responses and queued frames in the whole process." },
+	{ "limits.max_connections", CONF_T_INT, C(max_connections), 0, CONF_F_LIVE, 0, 1000000, "10000", NULL, NULL,
+	  "Client connections open at once (each also holds one upstream connection); a connection "
+	  "accepted past it is closed at once (`connection_refused` reason=max_connections, "
+	  "`syncgate_connections_refused_total`). Connections already open, and their held responses, "
+	  "are never affected. 0: no cap." },
+	{ "limits.max_connection_rate", CONF_T_INT, C(max_connection_rate), 0, CONF_F_LIVE, 0, 1000000, "0", NULL, NULL,
+	  "Client connection attempts accepted per second (a token bucket holding one second's worth); "
+	  "past it an accepted connection is closed at once (`connection_refused` reason=max_connection_rate). "
+	  "0: no cap." },
 
 	SEC("gate", NONE, 0, "The synchronous-mirroring gate on Produce responses."),
 	{ "gate.max_hold_ms", CONF_T_INT, C(gate_max_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "30000", NULL, NULL,
@@ -394,6 +420,16 @@ const struct conf_setting conf_settings[] = {
 	SEC("admin", NONE, 0, "The admin HTTP listener: /metrics, /healthz, /readyz and the API used by syncgate-ctl."),
 	{ "admin.listen", CONF_T_ADDR, C(admin_listen), 0, CONF_F_PORT0, 0, 0, "127.0.0.1:9464", NULL, NULL,
 	  "Admin listener address, `host:port` (port 0: any free port)." },
+	SEC("admin.tls", C(admin_tls.enabled), 0,
+	    "Serve the admin listener over HTTPS. Present (even empty) = TLS on; then `cert` and `key` are "
+	    "required. Plain HTTP to it is refused (the connection is closed, `admin_tls_error` logged)."),
+	{ "admin.tls.cert", CONF_T_STRING, C(admin_tls.cert), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM server certificate (chain) file. Re-read on reload." },
+	{ "admin.tls.key", CONF_T_STRING, C(admin_tls.key), 0, CONF_F_REQUIRED | CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM private key file of `cert`. Re-read on reload." },
+	{ "admin.tls.client_ca", CONF_T_STRING, C(admin_tls.client_ca), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_file,
+	  "PEM CA bundle; when set, every admin request (`/metrics`, `/healthz` and `/readyz` included) needs a "
+	  "client certificate signed by it (mutual TLS). Re-read on reload." },
 	{ "admin.token_file", CONF_T_STRING, C(admin_token_file), 0, 0, 0, 0, NULL, NULL, check_file,
 	  "File holding the bearer token required by mutating admin calls; absent: they are refused. "
 	  "The file is read on every call, so a new token in the same file applies at once; "

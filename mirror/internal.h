@@ -333,6 +333,8 @@ void mirror_route_learn(const struct rd_kafka_metadata *md);
 struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
 					   bool producer);
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
+/* srcauth.c: log and keep the source clients' authentication/TLS failures. Any thread. */
+void mirror_source_errors_install(struct rd_kafka_conf_s *c);
 /* Stop the thread, destroy its clients. Blocks until the thread ends (≤ ~1 s). */
 void mirror_worker_stop(struct mirror_worker *w);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable

@@ -251,6 +251,13 @@ char *mirror_destination_topic(const char *pattern, const char *source_topic);
  */
 bool mirror_gate_state_ready(struct mirror_gate *g);
 
+/**
+ * Whether syncgate's own source clients (source.properties) had an
+ * authentication or TLS failure in the last `within_ms`; if so its
+ * librdkafka reason (never a secret) goes to `why`. For /readyz. Any thread.
+ */
+bool mirror_source_auth_failure(char *why, size_t n, int64_t within_ms);
+
 /** True while this sidecar holds the state partition in the decider group
  * and so writes promotions (REGISTER) and timeout demotions. Loop thread. */
 bool mirror_gate_is_decider(struct mirror_gate *g);

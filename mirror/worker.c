@@ -258,6 +258,10 @@ rd_kafka_conf_t *mirror_source_conf(const struct conf *conf, const char *mirror,
 		rc |= set_prop(c, mirror, "ssl.endpoint.identification.algorithm",
 			       t->verify_hostname ? "https" : "none", false);
 	}
+	for (size_t i = 0; i < conf->nsource_props && !rc; i++) /* source.properties win */
+		rc |= set_prop(c, mirror, conf->source_props[i].name, conf->source_props[i].value,
+			       conf->source_props[i].secret);
+	mirror_source_errors_install(c);
 	if (rc) {
 		rd_kafka_conf_destroy(c);
 		return NULL;

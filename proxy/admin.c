@@ -22,6 +22,7 @@
 #include <event2/keyvalq_struct.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 #define PROBE_INTERVAL_MS 1000
 
@@ -34,6 +35,7 @@ enum admin_upstream {
 
 struct proxy_admin {
 	struct evhttp *http;
+	struct admin_transport *transport; /* admin_tls.c: HTTPS, connection cap */
 	struct proxy_server *srv;
 	struct mirror_gate *gate;
 	struct event *probe_timer;     /* next upstream probe */
@@ -186,6 +188,10 @@ static void readyz_cb(struct evhttp_request *req, void *arg)
 	else if (a->upstream == ADMIN_UPSTREAM_DOWN)
 		evbuffer_add_printf(b, "not ready: upstream %s:%d unreachable: %s\n",
 				    cf->upstream_broker.host, cf->upstream_broker.port, a->upstream_why);
+	char auth[300];
+	if (mirror_source_auth_failure(auth, sizeof(auth), 30000))
+		evbuffer_add_printf(b, "not ready: source clients (source.properties): authentication "
+				    "failed: %s\n", auth);
 	if (!mirror_gate_state_ready(a->gate))
 		evbuffer_add_printf(b, "not ready: state log %s not read up to its end yet\n",
 				    cf->state_topic ? cf->state_topic : "");
@@ -245,6 +251,12 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 	}
 	probe_schedule(a, 0);
 	a->http = evhttp_new(base);
+	if (a->http && !(a->transport = proxy_admin_transport_new(base, a->http, conf))) {
+		LOG_E("admin_listen_failed", "address=%s:%d reason=\"admin.tls files could not be loaded\"",
+		      conf->admin_listen.host, conf->admin_listen.port);
+		proxy_admin_free(a);
+		return NULL;
+	}
 	if (!a->http ||
 	    evhttp_bind_socket(a->http, conf->admin_listen.host, (uint16_t)conf->admin_listen.port) < 0) {
 		LOG_E("admin_listen_failed", "address=%s:%d", conf->admin_listen.host,
@@ -262,8 +274,19 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 	evhttp_set_cb(a->http, "/readyz", readyz_cb, a);
 	evhttp_set_cb(a->http, "/v1/mirrors", mirrors_cb, a);
 	proxy_admin_api_register(a->http, conf, gate);
-	LOG_I("admin_listening", "address=%s:%d", conf->admin_listen.host, conf->admin_listen.port);
+	LOG_I("admin_listening", "address=%s:%d tls=%s", conf->admin_listen.host, conf->admin_listen.port,
+	      !conf->admin_tls.enabled ? "off" : conf->admin_tls.client_ca ? "mutual" : "on");
+	if (!conf->admin_tls.enabled && !proxy_host_is_loopback(conf->admin_listen.host))
+		LOG_W("admin_listen_insecure", "address=%s:%d reason=\"the admin listener is reachable beyond "
+		      "loopback over plain HTTP: the bearer token and the state it guards travel in clear; "
+		      "set admin.tls (and admin.tls.client_ca) or bind it to 127.0.0.1\"",
+		      conf->admin_listen.host, conf->admin_listen.port);
 	return a;
+}
+
+int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf)
+{
+	return proxy_admin_transport_reconfigure(a->transport, conf);
 }
 
 void proxy_admin_free(struct proxy_admin *a)
@@ -272,6 +295,7 @@ void proxy_admin_free(struct proxy_admin *a)
 		return;
 	if (a->http)
 		evhttp_free(a->http);
+	proxy_admin_transport_free(a->transport); /* after the connections evhttp_free closed */
 	if (a->probe_timer)
 		event_free(a->probe_timer);
 	if (a->probe)

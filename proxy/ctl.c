@@ -4,7 +4,8 @@
  * (libevent's evhttp client); every sidecar of a source cluster shares the
  * state log, so any of them will do.
  *
- *   syncgate-ctl [--admin HOST:PORT] [--token-file FILE] [--output table|json] VERB
+ *   syncgate-ctl [--admin [https://]HOST:PORT] [--cacert FILE [--cert FILE --key FILE]]
+ *                [--token-file FILE] [--output table|json] VERB
  *     --describe [--mirror M] [--topic T]
  *     --add --mirror M --topic T [--sync]
  *     --alter --mirror M --topic T --sync|--async
@@ -27,6 +28,11 @@
  * UNCHANGED, REJECTED; failover/verify answer mirror/mirror.h's
  * mirror_gate_failover() document.
  *
+ * HTTPS (admin.tls): with `https://` in --admin, or --cacert/--cert; the
+ * server certificate is verified against --cacert (default: the system
+ * store) and must name HOST; --cert/--key present a client certificate
+ * (admin.tls.client_ca, mutual TLS).
+ *
  * Exit codes: 0 success (failover/verify: verified); 1 the sidecar refused
  * or failed the request (or a topic was REJECTED; failover/verify: not
  * verified); 2 bad usage; 3 the admin API, or (failover/verify) the source
@@ -40,10 +46,14 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <openssl/err.h>
+
+#include "proxy/proxy.h"
 
 enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE };
 
@@ -51,6 +61,9 @@ struct ctl {
 	enum verb verb;
 	const char *admin;      /* host:port */
 	const char *token_file;
+	bool tls;               /* https:// or --cacert/--cert given */
+	const char *cacert, *cert, *key;
+	char tls_error[256];    /* the handshake's failure, for the message */
 	const char *mirror, *topic, *topics;
 	int type;               /* 0 unset, 1 SYNC, 2 ASYNC */
 	bool json;
@@ -60,6 +73,7 @@ struct ctl {
 	int nconfirmed;
 	/* response */
 	struct event_base *base;
+	struct bufferevent *bev; /* HTTPS: the connection's, while a call runs */
 	int status;
 	char *body;
 };
@@ -67,7 +81,8 @@ struct ctl {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: syncgate-ctl [--admin HOST:PORT] [--token-file FILE] [--output table|json] VERB\n"
+		"usage: syncgate-ctl [--admin [https://]HOST:PORT] [--cacert FILE] [--cert FILE --key FILE]\n"
+		"                    [--token-file FILE] [--output table|json] VERB\n"
 		"  --describe [--mirror M] [--topic T]      mirror types, lag, destination offsets\n"
 		"  --add --mirror M --topic T [--sync]      register a topic (desired SYNC with --sync)\n"
 		"  --alter --mirror M --topic T --sync|--async\n"
@@ -82,6 +97,8 @@ static void usage(FILE *out)
 		"                                           compare source and destination per partition\n"
 		"  unfence --mirror M [--topics REGEX]      lift a failover's fence (Produce accepted again)\n"
 		"defaults: --admin 127.0.0.1:9464, --token-file $SYNCGATE_TOKEN_FILE\n"
+		"HTTPS: https:// in --admin, or --cacert (server CA; default the system store);\n"
+		"       --cert/--key: client certificate for admin.tls.client_ca (mutual TLS)\n"
 		"exit codes: 0 ok (verified), 1 refused/failed/rejected/not verified, 2 usage,\n"
 		"            3 admin API (failover/verify: source or destination) unreachable\n");
 }
@@ -103,6 +120,11 @@ static char *read_token(const char *path)
 static void done_cb(struct evhttp_request *req, void *arg)
 {
 	struct ctl *c = arg;
+	unsigned long e = c->bev ? bufferevent_get_openssl_error(c->bev) : 0;
+	if (!e)
+		e = ERR_peek_last_error();
+	if (e && !c->tls_error[0])
+		ERR_error_string_n(e, c->tls_error, sizeof(c->tls_error));
 	if (req) {
 		c->status = evhttp_request_get_response_code(req);
 		struct evbuffer *b = evhttp_request_get_input_buffer(req);
@@ -127,11 +149,32 @@ static int http_call(struct ctl *c, const char *method, const char *path, const 
 	*colon = 0;
 	int port = atoi(colon + 1);
 	struct event_base *base = event_base_new();
-	struct evhttp_connection *conn =
-		base ? evhttp_connection_base_new(base, NULL, host, (uint16_t)port) : NULL;
+	struct evhttp_connection *conn = NULL;
+	struct bufferevent *bev = NULL;
+	SSL_CTX *ctx = NULL;
+	if (base && c->tls) {
+		struct conf_tls t = { .enabled = true, .ca = (char *)c->cacert, .cert = (char *)c->cert,
+				      .key = (char *)c->key };
+		ctx = proxy_tls_client_ctx(&t, "--cacert/--cert");
+		SSL *ssl = ctx ? SSL_new(ctx) : NULL;
+		if (ssl && proxy_tls_client_name(ssl, host, true) == 0)
+			bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+							     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+		else
+			SSL_free(ssl);
+		if (bev) {
+			bufferevent_openssl_set_allow_dirty_shutdown(bev, 1);
+			c->bev = bev;
+		}
+	}
+	if (base && (!c->tls || bev))
+		conn = evhttp_connection_base_bufferevent_new(base, NULL, bev, host, (uint16_t)port);
 	if (!conn) {
+		if (bev)
+			bufferevent_free(bev);
 		if (base)
 			event_base_free(base);
+		SSL_CTX_free(ctx);
 		return -1;
 	}
 	/* failover/verify answer after the drain (bounded by --timeout-ms) */
@@ -158,6 +201,8 @@ static int http_call(struct ctl *c, const char *method, const char *path, const 
 	event_base_dispatch(base);
 	evhttp_connection_free(conn);
 	event_base_free(base);
+	SSL_CTX_free(ctx);
+	c->bev = NULL;
 	return c->status ? 0 : -1;
 }
 
@@ -407,7 +452,11 @@ static int run(struct ctl *c)
 	int rc = http_call(c, method, path, body);
 	free(body);
 	if (rc < 0) {
-		fprintf(stderr, "syncgate-ctl: cannot reach the admin API at %s\n", c->admin);
+		fprintf(stderr, "syncgate-ctl: cannot reach the admin API at %s%s%s%s\n", c->admin,
+			c->tls ? " over HTTPS" : "", c->tls_error[0] ? ": " : "", c->tls_error);
+		if (!c->tls)
+			fprintf(stderr, "syncgate-ctl: if the admin listener has admin.tls, use --admin "
+				"https://HOST:PORT and --cacert FILE\n");
 		return 3;
 	}
 	json_error_t jerr;
@@ -462,6 +511,9 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "admin", required_argument, NULL, 'a' },
 		{ "token-file", required_argument, NULL, 'k' },
+		{ "cacert", required_argument, NULL, 'C' },
+		{ "cert", required_argument, NULL, 'E' },
+		{ "key", required_argument, NULL, 'K' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "describe", no_argument, NULL, 'D' },
 		{ "add", no_argument, NULL, 'A' },
@@ -473,7 +525,7 @@ int main(int argc, char **argv)
 		{ "sync", no_argument, NULL, 's' },
 		{ "async", no_argument, NULL, 'y' },
 		{ "failover", no_argument, NULL, 'F' },
-		{ "verify", no_argument, NULL, 'C' },
+		{ "verify", no_argument, NULL, 'v' },
 		{ "unfence", no_argument, NULL, 'U' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "destination-only", no_argument, NULL, 'd' },
@@ -489,6 +541,9 @@ int main(int argc, char **argv)
 		switch (o) {
 		case 'a': c.admin = optarg; break;
 		case 'k': c.token_file = optarg; break;
+		case 'C': c.cacert = optarg; c.tls = true; break;
+		case 'E': c.cert = optarg; c.tls = true; break;
+		case 'K': c.key = optarg; break;
 		case 'o':
 			if (strcmp(optarg, "json") && strcmp(optarg, "table")) {
 				usage(stderr);
@@ -506,7 +561,7 @@ int main(int argc, char **argv)
 		case 's': c.type = c.type == 2 ? -1 : 1; break;
 		case 'y': c.type = c.type == 1 ? -1 : 2; break;
 		case 'F': c.verb = VERB_FAILOVER; verbs++; break;
-		case 'C': c.verb = VERB_VERIFY; verbs++; break;
+		case 'v': c.verb = VERB_VERIFY; verbs++; break;
 		case 'U': c.verb = VERB_UNFENCE; verbs++; break;
 		case 'n': c.dry_run = true; break;
 		case 'd': c.destination_only = true; break;
@@ -546,8 +601,16 @@ int main(int argc, char **argv)
 		c.verb = words[k].v;
 		verbs++;
 	}
+	if (!strncmp(c.admin, "https://", 8)) {
+		c.admin += 8;
+		c.tls = true;
+	} else if (!strncmp(c.admin, "http://", 7)) {
+		c.admin += 7;
+	}
 	const char *bad = NULL;
-	if (verbs != 1 || optind != argc)
+	if (!c.cert != !c.key)
+		bad = "--cert and --key go together";
+	else if (verbs != 1 || optind != argc)
 		bad = "give exactly one of --describe, --add, --alter, --release-sync, failover, verify, unfence";
 	else if ((c.verb == VERB_FAILOVER || c.verb == VERB_VERIFY || c.verb == VERB_UNFENCE) && !c.mirror)
 		bad = "failover, verify and unfence need --mirror";

@@ -8,11 +8,17 @@
 #include <string.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 static void accept_cb(struct evconnlistener *ev, evutil_socket_t fd, struct sockaddr *sa,
 		      int salen, void *arg)
 {
-	proxy_conn_accept(arg, fd, sa, salen);
+	struct proxy_listener *l = arg;
+	if (!proxy_limits_admit(l->srv, sa)) { /* limits.c: refused before any state exists */
+		evutil_closesocket(fd);
+		return;
+	}
+	proxy_conn_accept(l, fd, sa, salen);
 }
 
 static void accept_error_cb(struct evconnlistener *ev, void *arg)

@@ -149,7 +149,15 @@ static void reload_apply(struct syncgate *sg, struct conf *next)
 		LOG_W("reload_restart_required", "settings=\"%s\" reason=\"changed settings need a "
 		      "restart; their running values stay in force\"", names);
 	/* the proxy first: its TLS files are what most often fails to load */
+	if (proxy_admin_reconfigure(sg->admin, next) < 0) {
+		LOG_E("reload_failed", "path=\"%s\" reason=\"admin.tls files could not be loaded; the running "
+		      "configuration stays in force\"", next->path);
+		conf_free(next);
+		reload_done(sg, false);
+		return;
+	}
 	if (proxy_server_reconfigure(sg->srv, next) < 0) {
+		proxy_admin_reconfigure(sg->admin, sg->conf);
 		LOG_E("reload_failed", "path=\"%s\" reason=\"TLS files could not be loaded; the running "
 		      "configuration stays in force\"", next->path);
 		conf_free(next);
@@ -161,6 +169,7 @@ static void reload_apply(struct syncgate *sg, struct conf *next)
 		      "running configuration stays in force\"", next->path);
 		mirror_gate_reconfigure(sg->gate, sg->conf);
 		proxy_server_reconfigure(sg->srv, sg->conf);
+		proxy_admin_reconfigure(sg->admin, sg->conf);
 		conf_free(next);
 		reload_done(sg, false);
 		return;

@@ -321,8 +321,16 @@ void proxy_topic_ids_learn(struct proxy_topic_ids *m, const uint8_t id[16], cons
 const char *proxy_topic_ids_name(const struct proxy_topic_ids *m, const uint8_t id[16]);
 
 /* tls.c */
-SSL_CTX *proxy_tls_server_ctx(const struct conf_tls *t);
-SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t);
+/** Server context from `t` (cert, key, optional client CA: mTLS); errors name `section` ("listen.tls"). */
+SSL_CTX *proxy_tls_server_ctx(const struct conf_tls *t, const char *section);
+/** Client context from `t` (CA or the system store, optional client cert); errors name `section`. */
+SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t, const char *section);
+/**
+ * SNI and the name the peer certificate must carry: an IP literal is checked
+ * against the certificate's IP addresses and sent without SNI (RFC 6066).
+ * 0, or -1. Any thread.
+ */
+int proxy_tls_client_name(SSL *ssl, const char *host, bool verify);
 
 /* admin.c: /metrics, /healthz, /readyz and the admin API */
 struct proxy_admin;
@@ -335,6 +343,8 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 				    struct proxy_server *srv, struct mirror_gate *gate);
 /** Close the listener, stop the probe and free; NULL is fine. Loop thread. */
 void proxy_admin_free(struct proxy_admin *a);
+/** Apply a reload: re-read admin.tls files, admin.max_connections. 0, or -1 (logged, unchanged). */
+int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf);
 /* admin_api.c: POST /v1/alter and /v1/release (bearer token; see ctl.c). Loop thread. */
 struct evhttp;
 void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate);

@@ -24,9 +24,9 @@ const char *proxy_conn_state_str(enum proxy_conn_state s)
 static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
 {
 	SSL_CTX *client = NULL, *upstream = NULL;
-	if (cf->listen_tls.enabled && !(client = proxy_tls_server_ctx(&cf->listen_tls)))
+	if (cf->listen_tls.enabled && !(client = proxy_tls_server_ctx(&cf->listen_tls, "listen.tls")))
 		return -1;
-	if (cf->upstream_tls.enabled && !(upstream = proxy_tls_client_ctx(&cf->upstream_tls))) {
+	if (cf->upstream_tls.enabled && !(upstream = proxy_tls_client_ctx(&cf->upstream_tls, "upstream.tls"))) {
 		SSL_CTX_free(client);
 		return -1;
 	}

@@ -129,7 +129,7 @@ static const struct error_case {
 	  "t.yaml:9:22: mirrors[0].properties.sasl.password: unknown reference '${vault:kv/x}' (expected ${file:PATH} or ${env:NAME})\n" },
 	{ "secret outside properties",
 	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\nmirrors:\n  - name: a\n    bootstrap: b:9092\nstate:\n  topic: ${env:HOME}\n",
-	  "t.yaml:9:10: state.topic: ${...} references are only resolved in mirrors[].properties\n" },
+	  "t.yaml:9:10: state.topic: ${...} references are only resolved in mirrors[].properties and source.properties\n" },
 	{ "bad node id",
 	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\nadvertise:\n  nodes: {x: \"h:1\"}\n",
 	  "t.yaml:6:11: advertise.nodes: expected a node id (0..2147483647), got 'x'\n" },

@@ -511,3 +511,69 @@ Test(conf, mirror_derived_defaults)
 	free(t);
 	conf_free(c);
 }
+
+/* issue 17: source.properties (secrets resolved, secret-named plain values
+ * flagged), admin.tls, the connection caps. */
+Test(conf, source_properties_and_admin_tls)
+{
+	setenv("SG_TEST_SRC_PW", "src-pw-1", 1);
+	static const char yaml[] =
+		"listen: {kafka: \"0.0.0.0:1\"}\nupstream: {broker: \"127.0.0.1:9092\"}\n"
+		"limits: {max_connections: 5, max_connection_rate: 7}\n"
+		"source:\n  properties:\n    security.protocol: sasl_ssl\n"
+		"    sasl.mechanisms: PLAIN\n    sasl.username: sg\n"
+		"    sasl.password: ${env:SG_TEST_SRC_PW}\n    ssl.key.password: plain-but-secret\n"
+		"admin:\n  listen: \"127.0.0.1:2\"\n  tls: {cert: /dev/null, key: /dev/null}\n";
+	struct conf_errors e = { 0 };
+	struct conf *c = conf_load_string("s.yaml", yaml, strlen(yaml), &e);
+	cr_assert_not_null(c, "errors: %zu", e.n);
+	cr_assert_eq(c->nsource_props, 5);
+	cr_expect_str_eq(c->source_props[3].name, "sasl.password");
+	cr_expect_str_eq(c->source_props[3].value, "src-pw-1");
+	cr_expect(c->source_props[3].secret);
+	cr_expect(c->source_props[4].secret, "ssl.key.password is secret even when written in clear");
+	cr_expect_not(c->source_props[0].secret);
+	cr_expect(c->admin_tls.enabled);
+	cr_expect_eq(c->max_connections, 5);
+	cr_expect_eq(c->max_connection_rate, 7);
+	conf_free(c);
+	unsetenv("SG_TEST_SRC_PW");
+}
+
+Test(conf, source_properties_no_bootstrap)
+{
+	static const char yaml[] =
+		"listen: {kafka: \"0.0.0.0:1\"}\nupstream: {broker: \"127.0.0.1:9092\"}\n"
+		"source:\n  properties:\n    bootstrap.servers: x:1\n";
+	struct conf_errors e = { 0 };
+	struct conf *c = conf_load_string("s.yaml", yaml, strlen(yaml), &e);
+	cr_assert_null(c);
+	char *text = errors_text(&e);
+	cr_expect(strstr(text, "'bootstrap.servers' is set by upstream.broker"), "%s", text);
+	free(text);
+	conf_errors_free(&e);
+}
+
+Test(conf, limits_defaults)
+{
+	static const char yaml[] = "listen: {kafka: \"0.0.0.0:1\"}\nupstream: {broker: \"127.0.0.1:9092\"}\n";
+	struct conf *c = conf_load_string("s.yaml", yaml, strlen(yaml), NULL);
+	cr_assert_not_null(c);
+	cr_expect_eq(c->max_connections, 10000);
+	cr_expect_eq(c->max_connection_rate, 0);
+	cr_expect_not(c->admin_tls.enabled);
+	cr_expect_eq(c->nsource_props, 0);
+	conf_free(c);
+}
+
+Test(conf, prop_names_sensitive)
+{
+	cr_expect(conf_prop_name_sensitive("sasl.password"));
+	cr_expect(conf_prop_name_sensitive("ssl.key.password"));
+	cr_expect(conf_prop_name_sensitive("ssl.key.pem"));
+	cr_expect(conf_prop_name_sensitive("sasl.oauthbearer.client.secret"));
+	cr_expect(conf_prop_name_sensitive("sasl.oauthbearer.config"));
+	cr_expect_not(conf_prop_name_sensitive("sasl.username"));
+	cr_expect_not(conf_prop_name_sensitive("ssl.key.location"));
+	cr_expect_not(conf_prop_name_sensitive("security.protocol"));
+}

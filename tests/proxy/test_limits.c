@@ -1,0 +1,51 @@
+/* limits.c: the accept-rate token bucket and the log limiter; the loopback check. */
+#include <criterion/criterion.h>
+
+#include "proxy/security.h"
+
+Test(limits, rate_zero_is_unlimited)
+{
+	struct proxy_rate r = { 0 };
+	for (int i = 0; i < 1000; i++)
+		cr_assert(proxy_rate_take(&r, 0, 1000));
+}
+
+Test(limits, rate_allows_a_second_worth_then_refills)
+{
+	struct proxy_rate r = { 0 };
+	int64_t t = 5000;
+	for (int i = 0; i < 10; i++)
+		cr_assert(proxy_rate_take(&r, 10, t), "attempt %d", i);
+	cr_assert_not(proxy_rate_take(&r, 10, t));
+	cr_assert_not(proxy_rate_take(&r, 10, t + 50)); /* half a token */
+	cr_assert(proxy_rate_take(&r, 10, t + 100));    /* one token back */
+	cr_assert_not(proxy_rate_take(&r, 10, t + 100));
+	/* never more than a second's worth */
+	for (int i = 0; i < 10; i++)
+		cr_assert(proxy_rate_take(&r, 10, t + 60000));
+	cr_assert_not(proxy_rate_take(&r, 10, t + 60000));
+}
+
+Test(limits, log_limiter_one_line_a_second_and_counts)
+{
+	struct proxy_log_limit l = { 0 };
+	uint64_t n = 99;
+	cr_assert(proxy_log_allow(&l, 1000, &n));
+	cr_assert_eq(n, 0);
+	cr_assert_not(proxy_log_allow(&l, 1500, &n));
+	cr_assert_not(proxy_log_allow(&l, 1999, &n));
+	cr_assert(proxy_log_allow(&l, 2000, &n));
+	cr_assert_eq(n, 2);
+}
+
+Test(limits, loopback_hosts)
+{
+	cr_assert(proxy_host_is_loopback("127.0.0.1"));
+	cr_assert(proxy_host_is_loopback("127.1.2.3"));
+	cr_assert(proxy_host_is_loopback("::1"));
+	cr_assert(proxy_host_is_loopback("localhost"));
+	cr_assert_not(proxy_host_is_loopback("0.0.0.0"));
+	cr_assert_not(proxy_host_is_loopback("10.0.0.1"));
+	cr_assert_not(proxy_host_is_loopback("::"));
+	cr_assert_not(proxy_host_is_loopback(NULL));
+}
