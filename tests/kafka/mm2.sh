@@ -86,6 +86,13 @@ offset.flush.interval.ms=1000
 producer.override.linger.ms=0
 dest.producer.linger.ms=0
 source.consumer.fetch.max.wait.ms=10
+# each instance its own Connect group and internal topics: a killed (or
+# paused-then-stopped) earlier instance stays a group member for the long
+# session timeout below, and a new one in the same group would wait for it
+dest.group.id=mm2-$name
+dest.config.storage.topic=mm2-configs.$name.internal
+dest.offset.storage.topic=mm2-offsets.$name.internal
+dest.status.storage.topic=mm2-status.$name.internal
 # survive SIGSTOP pauses without a Connect rebalance
 dest.session.timeout.ms=300000
 dest.heartbeat.interval.ms=3000
