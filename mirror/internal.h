@@ -86,6 +86,8 @@ struct mirror_tstate {
 	size_t held;
 	struct metric *m_desired, *m_effective, *m_lag, *m_failing, *m_stalled;
 	struct mirror_tstate *next; /* hash chain */
+	bool reported;              /* in g->reported: lag gauge and promotion to check */
+	struct mirror_tstate *reported_next;
 };
 
 /* One configured mirror, loop-thread side. */
@@ -151,6 +153,9 @@ struct mirror_gate {
 				     * log order, when a reload adds the mirror */
 	size_t nunapplied;
 	struct mirror_hw *hw;       /* mirrored HW watches (mirrored_hw.c); NULL until used */
+	struct mirror_tstate *reported; /* topics with reports since the bridge last drained
+				     * (report.c: their O(partitions) lag is summed once per
+				     * drain, not once per report) */
 	/* hooks from the apply path to the admin calls above it (ops.c; NULL: none) */
 	void (*on_record_applied)(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
 				  const struct mirror_lstate *before, const struct mirror_apply_out *out);
@@ -248,6 +253,9 @@ uint64_t mirror_gate_append(struct mirror_gate *g, struct mirror_tstate *t, stru
 
 /* report.c: one destination progress report (MIRROR_MSG_REPORT). */
 void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m);
+/* After a batch of reports: the lag gauge and promotion check of each topic
+ * reported on, once per topic (a background round reports every partition). */
+void mirror_gate_reports_drained(struct mirror_gate *g);
 
 /* link.c: one configured mirror (NULL on ENOMEM or invalid sync_topics). */
 struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mirror *cm);

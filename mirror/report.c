@@ -135,8 +135,21 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 			mirror_part_fail(ref->w, ref->part, MIRROR_NOT_ENOUGH_REMOTE);
 		}
 	}
-	if (r->source_hw >= 0)
+	if (!t->reported) {
+		t->reported = true;
+		t->reported_next = g->reported;
+		g->reported = t;
+	}
+}
+
+void mirror_gate_reports_drained(struct mirror_gate *g)
+{
+	while (g->reported) {
+		struct mirror_tstate *t = g->reported;
+		g->reported = t->reported_next;
+		t->reported = false;
 		tstate_update_lag(t);
-	mirror_tstate_check_promotion(t);
+		mirror_tstate_check_promotion(t);
+	}
 }
 
