@@ -311,10 +311,13 @@ void mirror_route_learn(const struct rd_kafka_metadata *md);
 struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
 					   bool producer);
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
-/* Stop the thread, destroy its clients. Blocks until the thread ends (≤ ~1 s). */
+/* Stop the threads, destroy the clients. Blocks until they end (≤ ~2 s: a
+ * blocking call in flight runs to its timeout). Loop thread. */
 void mirror_worker_stop(struct mirror_worker *w);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable
- * or `until_ms` passes. Loop thread; takes the worker mutex briefly. */
+ * or `until_ms` (monotonic ms) passes: in `poll` mode a known partition is
+ * queued on its destination leader's lane at once (polled now, or right after
+ * the request in flight). Loop thread; takes the worker's table mutex briefly. */
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
 			  int64_t need, int64_t until_ms);
 

@@ -1,7 +1,7 @@
 /*
  * wtopic.c — a mirror worker's table of source topics and partitions, and
  * how its progress sources (progress.c, tail.c, mm2.c) report to the loop.
- * Worker thread only (each worker owns its table).
+ * Any of the worker's threads, w->tmu held (each worker owns its table).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,7 +45,8 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 		if (!a)
 			return NULL;
 		for (int32_t i = t->npart_alloc; i < n; i++)
-			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
+			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .rep_hw = -1, .bg_hw = -1,
+						     .isr = -1, .min_isr = -1,
 						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
 						     .syncs_behind_since_ms = -1, .tail_hw = -1,
 						     .leader = -1};
@@ -73,6 +74,7 @@ struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *t
 	struct mirror_wtopic *t = &w->topics[w->ntopics];
 	memset(t, 0, sizeof(*t));
 	t->npart = -1;
+	t->min_isr = -1;
 	t->topic = strdup(topic);
 	t->dst = mirror_destination_topic(w->topic_name, topic);
 	if (!t->topic || !t->dst) {
