@@ -19,6 +19,8 @@
  * Lane threads; w->tmu held unless said.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -51,6 +53,17 @@ static struct mirror_lane *lane_for(struct mirror_worker *w, int32_t leader)
 		return w->nlanes ? w->lanes[0] : NULL;
 	ln->w = w;
 	ln->leader = leader;
+	char m[160], labels[300];
+	mirror_label_escape(m, sizeof(m), w->name);
+	for (int k = 0; k < 2; k++) {
+		snprintf(labels, sizeof(labels), "mirror=\"%s\",broker=\"%" PRId32 "\",kind=\"%s\"", m, leader,
+			 k ? "background" : "demand");
+		struct metric *mt = metric_get(METRIC_COUNTER, "syncgate_mirror_progress_requests_total",
+					       "ListOffsets requests for destination progress, per destination "
+					       "leader (-1: not known yet); kind demand: a held response waited on "
+					       "one of its partitions", labels, NULL, 0);
+		*(k ? &ln->m_background : &ln->m_demand) = mt;
+	}
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -180,7 +193,7 @@ static void *lane_main(void *arg)
 			capit = nwork;
 		}
 		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nwork);
-		size_t n = 0, nbg = 0;
+		size_t n = 0, nbg = 0, ndem = 0;
 		for (size_t i = 0; i < nwork; i++) {
 			struct mirror_wtopic *t = &w->topics[work[i].topic];
 			struct mirror_wpart *wp = &t->parts[work[i].partition];
@@ -199,6 +212,7 @@ static void *lane_main(void *arg)
 				continue;
 			}
 			nbg += !demanded;
+			ndem += demanded;
 			it[n] = (struct lane_item){work[i], wp->bg_hw};
 			wp->bg_hw = -1;
 			rd_kafka_topic_partition_list_add(l, t->dst, work[i].partition)->offset = RD_KAFKA_OFFSET_END;
@@ -213,6 +227,7 @@ static void *lane_main(void *arg)
 		rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(w->dst, l, timeout);
 		pthread_mutex_lock(&w->tmu);
 		ln->requests++;
+		metric_add(ndem ? ln->m_demand : ln->m_background, 1);
 		LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu background=%zu result=%s", w->name,
 		      (int)ln->leader, n, nbg, rd_kafka_err2name(err));
 		if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
