@@ -18,6 +18,7 @@
  *   gate.c → link.c, ops.c, report.c → transitions.c → wait.c → store.c
  *   describe.c → store.c → lifecycle.c, topics.c, metrics.c; wait.c → waiters.c
  *   statelog.c, worker.c → progress.c, tail.c, mm2.c → wtopic.c → bridge.c
+ *   worker.c, progress.c → lane.c → wtopic.c
  * Calls upwards go through callbacks the owner registers: the bridge's
  * deliver/drained (gate.c), and the gate's on_record_applied /
  * on_state_changed (ops.c's, set by gate.c).
