@@ -25,6 +25,8 @@
 
 #include "mirror/worker.h"
 
+#define BATCH 256 /* partitions handled per hold of tmu (the loop's demands wait for it) */
+
 static const char *errname(rd_kafka_resp_err_t e)
 {
 	return rd_kafka_err2name(e);
@@ -176,6 +178,11 @@ static void refresh_isr(struct mirror_worker *w)
 		if (np > t->npart_alloc)
 			np = t->npart_alloc; /* the main thread sizes the table */
 		for (int32_t p = 0; p < np; p++) {
+			if (p % BATCH == BATCH - 1) { /* let the loop's demands in; the table may grow */
+				pthread_mutex_unlock(&w->tmu);
+				pthread_mutex_lock(&w->tmu);
+				t = &w->topics[i];
+			}
 			struct mirror_wpart *wp = &t->parts[p];
 			const char *why = NULL;
 			int32_t isr = -1;
@@ -187,7 +194,9 @@ static void refresh_isr(struct mirror_worker *w)
 				why = errname(mt->err);
 			else {
 				const struct rd_kafka_metadata_partition *mp = NULL;
-				for (int k = 0; k < mt->partition_cnt; k++)
+				if (p < mt->partition_cnt && mt->partitions[p].id == p)
+					mp = &mt->partitions[p]; /* the usual order */
+				for (int k = 0; !mp && k < mt->partition_cnt; k++)
 					if (mt->partitions[k].id == p)
 						mp = &mt->partitions[k];
 				if (!mp)
@@ -338,8 +347,6 @@ static size_t all_partitions(struct mirror_worker *w, struct mirror_wref **refs)
 	return k;
 }
 
-#define BG_REPORT_BATCH 256 /* reports posted per hold of tmu (the loop's demands wait for it) */
-
 void mirror_poll_background(struct mirror_worker *w)
 {
 	struct mirror_wref *refs;
@@ -360,7 +367,7 @@ void mirror_poll_background(struct mirror_worker *w)
 	 * undercounts (promotion safety): progress read from now on. */
 	pthread_mutex_lock(&w->tmu);
 	for (size_t i = 0; i < n; i++) {
-		if (i % BG_REPORT_BATCH == BG_REPORT_BATCH - 1) {
+		if (i % BATCH == BATCH - 1) {
 			pthread_mutex_unlock(&w->tmu);
 			pthread_mutex_lock(&w->tmu);
 		}

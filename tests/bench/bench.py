@@ -621,9 +621,13 @@ class Bench:
     def scale(self, src, dst, dst2):
         sec = {}
         self.res["sections"]["scale"] = sec
-        for name, fn in (("idle_connections", lambda: self.scale_idle(src)),
-                         ("held_responses", lambda: self.scale_held(src, dst)),
-                         ("gated_partitions", lambda: self.scale_partitions(src, dst, dst2))):
+        parts = [int(x) for x in (self.a.scale_partitions or "1000").split(",")]
+        todo = [] if self.a.scale_gated_only else [("idle_connections", lambda: self.scale_idle(src)),
+                                                   ("held_responses", lambda: self.scale_held(src, dst))]
+        for P in parts:
+            todo.append(("gated_partitions" if P == 1000 else f"gated_partitions_{P}",
+                         lambda P=P: self.scale_partitions(src, dst, dst2, P)))
+        for name, fn in todo:
             try:
                 sec[name] = fn()
             except Exception as e:  # noqa: BLE001
@@ -793,37 +797,49 @@ class Bench:
         log(f"  held: {out}")
         return out
 
-    def scale_partitions(self, src, dst, dst2) -> dict:
+    def scale_partitions(self, src, dst, dst2, P=1000) -> dict:
         q = self.quick
-        P = 1000
-        log(f"scale: {P} partitions gated by two mirrors")
-        for c in (src, dst, dst2):
-            c.create_topic("sc", partitions=P, timeout=180)
-        tms = [self.bed.start_testmirror("tmA", src, dst, ["sc"]),
-               self.bed.start_testmirror("tmB", src, dst2, ["sc"])]
-        dpids = [p for c in (dst, dst2) for p in c.pids.values() if p]
-        dports = {b.rsplit(":", 1)[1] for c in (dst, dst2) for b in c.brokers.values()}
-        out = {"partitions": P, "mirrors": 2, "what": "one topic of 1,000 partitions gated by two mirrors "
-               "(2,000 mirror-partition pairs)", "modes": {}}
+        M = self.a.scale_mirrors or 2
+        dsts = [("A", dst), ("B", dst2)][:M]
+        topic = "sc" if P == 1000 else f"sc{P}"
+        log(f"scale: {P} partitions gated by {M} mirror(s)")
+        for c in [src] + [c for _n, c in dsts]:
+            c.create_topic(topic, partitions=P, timeout=600)
+        tms = [self.bed.start_testmirror(f"tm{n}{P}", src, c, [topic]) for n, c in dsts]
+        dpids = [p for _n, c in dsts for p in c.pids.values() if p]
+        dports = {b.rsplit(":", 1)[1] for _n, c in dsts for b in c.brokers.values()}
+        out = {"partitions": P, "mirrors": M, "what": f"one topic of {P:,} partitions gated by {M} mirror(s) "
+               f"({P * M:,} mirror-partition pairs)", "modes": {}}
         W = 8 if q else 20
-        rate = 1000
+        rate = self.a.scale_rate or 1000
         for mode in ("poll", "tail"):
             mirrors = [{"name": n, "bootstrap": c.bootstrap, "offsets": "preserved", "progress": mode,
-                        "poll_interval_ms": 5, "sync_topics": ["sc"]} for n, c in (("A", dst), ("B", dst2))]
-            sg = SG(self.bed, f"sg-scale-{mode}", src, mirrors)
-            sg.wait_sync("A", "sc", timeout=180)
-            sg.wait_sync("B", "sc", timeout=180)
+                        "poll_interval_ms": 5, "sync_topics": [topic]} for n, c in dsts]
+            sg = SG(self.bed, f"sg-scale-{mode}-{P}", src, mirrors)
+            for n, _c in dsts:
+                sg.wait_sync(n, topic, timeout=600)
             time.sleep(2)
+
+            def requests(kind):
+                n = 0.0
+                for line in sg.metrics_text().splitlines():
+                    if line.startswith("syncgate_mirror_progress_requests_total{") and f'kind="{kind}"' in line:
+                        n += float(line.rsplit(" ", 1)[1])
+                return n
 
             def snap():
                 segs, bsent, brecv = ss_counters(sg.pid, dports)
                 return {"t": time.monotonic(), "sg_cpu": cpu_seconds(sg.pid),
                         "dst_cpu": sum(cpu_seconds(p) for p in dpids), "segs": segs, "bsent": bsent,
-                        "brecv": brecv}
+                        "brecv": brecv, "req_demand": requests("demand"), "req_bg": requests("background"),
+                        "rss": rss_kib(sg.pid)}
 
             def delta(a, b):
                 dt = b["t"] - a["t"]
                 return {"seconds": rnd(dt, 2), "syncgate_cpu_s_per_s": rnd((b["sg_cpu"] - a["sg_cpu"]) / dt),
+                        "progress_requests_demand_per_s": rnd((b["req_demand"] - a["req_demand"]) / dt, 1),
+                        "progress_requests_background_per_s": rnd((b["req_bg"] - a["req_bg"]) / dt, 1),
+                        "syncgate_rss_mib": rnd(b["rss"] / 1024, 1),
                         "dest_brokers_cpu_s_per_s": rnd((b["dst_cpu"] - a["dst_cpu"]) / dt),
                         "syncgate_segments_to_dest_per_s": rnd((b["segs"] - a["segs"]) / dt, 1),
                         "syncgate_bytes_to_dest_per_s": rnd((b["bsent"] - a["bsent"]) / dt, 0),
@@ -836,7 +852,7 @@ class Bench:
                 for t in (["direct", "syncgate"] if r % 2 == 0 else ["syncgate", "direct"]):
                     a = snap()
                     h0 = sg.histogram("syncgate_mirror_sync_replication_latency_seconds", scale=1000)
-                    rows = self.probe.run({t: src.bootstrap if t == "direct" else sg.bootstrap}, "sc",
+                    rows = self.probe.run({t: src.bootstrap if t == "direct" else sg.bootstrap}, topic,
                                           size=100, acks="all", inflight=5, rate=rate, count=rate * W,
                                           rounds=1, partitions=P, warmup=P, tag=f"scale-{mode}-{t}")
                     d = delta(a, snap())
@@ -852,7 +868,7 @@ class Bench:
             out["modes"][mode] = res
             sg.stop()
             time.sleep(1)
-        out["load"] = f"SgProbe {rate} msg/s of 100 B, acks=all, round-robin over the {P} partitions, " \
+        out["load"] = f"SgProbe {rate} msg/s of 100 B, acks=all, round-robin over the {P:,} partitions, " \
                       f"{W} s per run (JVM start-up included in the per-second figures)"
         for t in tms:
             t.stop()
@@ -1086,18 +1102,25 @@ def render_scale(sc) -> list:
               f"{fmt(h.get('resume_to_all_released_s'), 3)} s (**{fmt(h.get('dest_caught_up_to_all_released_ms'), 1)} "
               f"ms after the destination HW had them all**), {h.get('errors')} errors, CPU releasing "
               f"{fmt(h.get('cpu_s_releasing'), 3)} s.", ""]
-    g = sc.get("gated_partitions") or {}
+    for key in [k for k in sc if k.startswith("gated_partitions")]:
+        L += render_gated(sc[key])
+    return L
+
+
+def render_gated(g) -> list:
+    L = []
     if "error" in g:
         L += [f"Gated partitions: failed — `{g['error'][:300]}`", ""]
     elif g:
-        L += [f"**{g['partitions']} gated partitions, two mirrors** ({g['what']}); load: {g['load']}. "
+        L += [f"**{g['partitions']:,} gated partitions, {g.get('mirrors', 2)} mirror(s)** ({g['what']}); load: {g['load']}. "
               "Cost of gathering progress, measured as: syncgate CPU, both destination brokers' CPU "
               "(utime+stime), and syncgate's TCP traffic to the destination brokers (`ss -tinp`: data "
               "segments ≈ requests, bytes). Per second, medians of 2 alternating runs; *direct* = the same "
               "load straight to the source (the mirrors' own cost on the destinations).", "",
               "| mode | run | syncgate CPU s/s | dest brokers CPU s/s | syncgate → dest segments/s | "
-              "→ dest B/s | ← dest B/s | ack p50 / p99 ms | syncgate histogram p50 / p99 ≤ ms |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "→ dest B/s | ← dest B/s | progress requests/s demand / background | syncgate RSS MiB | "
+              "ack p50 / p99 ms | syncgate histogram p50 / p99 ≤ ms |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
         for mode, res in g.get("modes", {}).items():
             for run in ("idle", "direct", "syncgate"):
                 x = res.get(run) or {}
@@ -1106,7 +1129,10 @@ def render_scale(sc) -> list:
                          f"{fmt(x.get('dest_brokers_cpu_s_per_s'), 3)} | "
                          f"{fmt(x.get('syncgate_segments_to_dest_per_s'), 1)} | "
                          f"{fmt(x.get('syncgate_bytes_to_dest_per_s'), 0)} | "
-                         f"{fmt(x.get('syncgate_bytes_from_dest_per_s'), 0)} | {lat} | "
+                         f"{fmt(x.get('syncgate_bytes_from_dest_per_s'), 0)} | "
+                         f"{fmt(x.get('progress_requests_demand_per_s'), 1)} / "
+                         f"{fmt(x.get('progress_requests_background_per_s'), 1)} | "
+                         f"{fmt(x.get('syncgate_rss_mib'), 1)} | {lat} | "
                          f"{fmt(x.get('sg_hist_p50_le_ms'), 0)} / {fmt(x.get('sg_hist_p99_le_ms'), 0)} |")
         L.append("")
     return L
@@ -1168,6 +1194,12 @@ def main():
     ap.add_argument("--only", help="comma-separated sections: passthrough,gate,scale")
     ap.add_argument("--rounds", type=int, help="alternating rounds per comparison (default: quick 2-3, full 3-5)")
     ap.add_argument("--keep", action="store_true", help="keep the Kafka run dir (logs)")
+    ap.add_argument("--scale-partitions", help="scale section: gated partition counts, e.g. 1000,10000 "
+                                               "(default 1000)")
+    ap.add_argument("--scale-mirrors", type=int, choices=(1, 2), help="scale section: mirrors (default 2)")
+    ap.add_argument("--scale-rate", type=int, help="scale section: SgProbe msg/s (default 1000)")
+    ap.add_argument("--scale-gated-only", action="store_true",
+                    help="scale section: only the gated-partitions runs (no idle connections, held responses)")
     ap.add_argument("--no-diag", action="store_true",
                     help="skip the diagnostic syncgate+nodelay targets (LD_PRELOAD TCP_NODELAY shim)")
     a = ap.parse_args()
