@@ -54,6 +54,8 @@ int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen,
 }
 
 #define MM2_POLL_MS 100  /* consumer poll: how soon a reassignment or stop is seen */
+#define MM2_BATCH 256    /* syncs applied per hold of tmu (catching up from the beginning
+			  * must not keep the loop's demands waiting) */
 
 static void mm2_assign(struct mirror_worker *w)
 {
@@ -102,6 +104,7 @@ static void mm2_apply(struct mirror_worker *w, const rd_kafka_message_t *m)
 void *mirror_mm2_main(void *arg)
 {
 	struct mirror_worker *w = arg;
+	rd_kafka_message_t *ms[MM2_BATCH];
 	pthread_mutex_lock(&w->tmu);
 	while (!w->halt) {
 		bool reassign = w->reassign;
@@ -109,19 +112,25 @@ void *mirror_mm2_main(void *arg)
 		pthread_mutex_unlock(&w->tmu);
 		if (reassign)
 			mm2_assign(w);
-		rd_kafka_message_t *m = rd_kafka_consumer_poll(w->mm2c, MM2_POLL_MS);
-		pthread_mutex_lock(&w->tmu);
-		for (int i = 0; m && i < 100000; i++) {
-			if (!m->err)
-				mm2_apply(w, m);
-			else if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-				LOG_D("mm2_offset_syncs_error", "mirror=%s reason=\"%s\"", w->name,
-				      rd_kafka_err2name(m->err));
-			rd_kafka_message_destroy(m);
-			m = rd_kafka_consumer_poll(w->mm2c, 0); /* what else is ready (tmu held: no wait) */
+		size_t n = 0;
+		while (n < MM2_BATCH) {
+			rd_kafka_message_t *m = rd_kafka_consumer_poll(w->mm2c, n == 0 ? MM2_POLL_MS : 0);
+			if (!m)
+				break;
+			if (m->err) {
+				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+					LOG_D("mm2_offset_syncs_error", "mirror=%s reason=\"%s\"", w->name,
+					      rd_kafka_err2name(m->err));
+				rd_kafka_message_destroy(m);
+				continue;
+			}
+			ms[n++] = m;
 		}
-		if (m)
-			rd_kafka_message_destroy(m);
+		pthread_mutex_lock(&w->tmu);
+		for (size_t i = 0; i < n; i++) {
+			mm2_apply(w, ms[i]);
+			rd_kafka_message_destroy(ms[i]);
+		}
 	}
 	pthread_mutex_unlock(&w->tmu);
 	return NULL;

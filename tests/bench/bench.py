@@ -261,8 +261,10 @@ class Probe:
 
     def run(self, targets: dict, topic: str, size=100, acks="all", inflight=5, rate=500,
             count=1000, rounds=3, partitions=1, warmup=300, src_tail=None, dst_tail=None,
-            tag="probe") -> list:
-        """Returns [(target, round, partition, offset, send_ns, ack_ns, src_ns, dst_ns)]."""
+            sync_tail=None, tag="probe") -> list:
+        """Returns [(target, round, partition, offset, send_ns, ack_ns, src_ns, dst_ns)];
+        with sync_tail ("BOOTSTRAP,OFFSET_SYNCS_TOPIC") self.sync_seen[(target, round, offset)]
+        = when the first MM2 offset-sync covering the record was read (partition 0)."""
         self.n += 1
         out = os.path.join(self.outdir, f"{tag}-{self.n}.txt")
         args = []
@@ -275,15 +277,20 @@ class Probe:
             args += ["--src-tail", src_tail]
         if dst_tail:
             args += ["--dst-tail", dst_tail]
+        if sync_tail:
+            args += ["--sync-tail", sync_tail]
         res = java("SgProbe", args, cp_extra=self.classes)
         m = re.search(r"records (\d+) errors (\d+)", res)
         if m and int(m.group(2)):
             log(f"SgProbe {tag}: {m.group(2)} errors")
         rows = []
+        self.sync_seen = {}
         with open(out) as f:
             for line in f:
-                t, r, p, o, s, a, ss, ds = line.split()
+                t, r, p, o, s, a, ss, ds, ys = line.split()
                 rows.append((t, int(r), int(p), int(o), int(s), int(a), int(ss), int(ds)))
+                if int(ys) > 0:
+                    self.sync_seen[(t, int(r), int(o))] = int(ys)
         return rows
 
 
@@ -568,7 +575,9 @@ class Bench:
                   for k in targets if k in sgs}
             rows = self.probe.run(targets, topic, size=100, acks="all", inflight=5, rate=rate,
                                   count=count, rounds=rounds, warmup=100, src_tail=src.bootstrap,
-                                  dst_tail=dst.bootstrap, tag=f"gate-{label}")
+                                  dst_tail=dst.bootstrap, tag=f"gate-{label}",
+                                  sync_tail=(f"{src.bootstrap},mm2-offset-syncs.dest.internal"
+                                             if label == "mm2" else None))
             # how late the tail consumers see a record: source-seen minus ack of direct acks=all
             # (on a 1-broker source the HW passes the record when the ack is sent)
             obs = [(ss - a) / 1e6 for (tt, _r, p, o, s, a, ss, _d) in rows
@@ -578,6 +587,17 @@ class Bench:
             for t in targets:
                 row = {"target": t, "topic": topic, "size": 100, "rate_msg_s": rate, "inflight": 5}
                 row.update(split_summary(rows, t))
+                if label == "mm2" and t in sgs:
+                    # offset-sync readable on the source (sync tail) -> ack
+                    per = {}
+                    for (tt, r_, p_, o, s, a, _x, _y) in rows:
+                        y = self.probe.sync_seen.get((tt, r_, o))
+                        if tt == t and p_ == 0 and a > 0 and y:
+                            per.setdefault(r_, []).append((a - y) / 1e6)
+                    if per:
+                        row["after_sync"] = {"n": sum(len(v) for v in per.values()),
+                                             **{k + "_ms": rnd(med([pct(v, q) for v in per.values()]))
+                                                for k, q in (("p50", 50), ("p99", 99), ("p999", 99.9))}}
                 if t in sgs:
                     h = hist_delta(h0[t], sgs[t].histogram("syncgate_mirror_sync_replication_latency_seconds", scale=1000))
                     row["sg_replication_latency_hist"] = {
@@ -1055,6 +1075,13 @@ def render_gate(g) -> list:
                      f"{' / ' + fmt(RL['p99_ms'], 3) + ' / ' + fmt(RL['p999_ms'], 3) if r['target'] != 'direct' else ''}"
                      f" | {fmt(h.get('p50_le_ms'))} / {fmt(h.get('p99_le_ms'))} |")
         L.append("")
+        for r in g["split"]:
+            a = r.get("after_sync")
+            if a:
+                L += [f"MirrorMaker 2, {r['target']}: offset-sync read on the source (a tail of the offset-syncs "
+                      f"topic) → ack: p50 {fmt(a['p50_ms'], 3)} / p99 {fmt(a['p99_ms'], 3)} / p99.9 "
+                      f"{fmt(a['p999_ms'], 3)} ms ({a['n']} records; the sync tail is a source consumer, so "
+                      "add the mm2 run's observer delay below). Goal: p50 ≤ 1 ms.", ""]
         ob = g.get("observer_delay_ms") or {}
         if ob:
             L += ["Observer delay: the tail consumers see a record " + ", ".join(
