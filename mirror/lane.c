@@ -144,13 +144,12 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 			mirror_worker_report(w, t, p, -1, -1, -1, -1, rd_kafka_err2name(perr));
 			wp->failing = failed = true;
 		} else {
-			int64_t hw = it[j].bg_hw;
-			if (e->offset != wp->progress || wp->failing || (hw >= 0 && hw != wp->rep_hw))
+			int64_t hw = it[j].bg_hw; /* background: always reported (the gate may have
+						   * forgotten its sample); demanded: when it moved */
+			if (e->offset != wp->progress || wp->failing || hw >= 0)
 				mirror_worker_report(w, t, p, e->offset, hw, -1, -1, NULL);
 			wp->progress = e->offset;
 			wp->failing = false;
-			if (hw >= 0)
-				wp->rep_hw = hw;
 		}
 		if (demand_pending(wp, now))
 			mirror_lane_enqueue(w, it[j].ref.topic, p); /* back to back */

@@ -6,8 +6,8 @@
  *   - the background round (main thread): source HW of every partition, then
  *     destination progress of the partitions whose HW is ahead of it, through
  *     their leaders' lanes (sampled after the HW, so lag = HW − progress never
- *     undercounts); a partition at lag zero costs the destination nothing and
- *     is reported only when its source HW moved;
+ *     undercounts); a partition at lag zero costs the destination nothing
+ *     (its last progress, already past the HW, is reported with it);
  *   - destination ISR size and leaders (Metadata of the locally known
  *     destination topics, one request) and min.insync.replicas
  *     (DescribeConfigs, one batched request, asynchronous: the effective
@@ -380,17 +380,17 @@ void mirror_poll_background(struct mirror_worker *w)
 			continue;
 		if (w->offsets == CONF_OFFSETS_MM2) {
 			int64_t prog = wp->mm2_up >= 0 ? wp->mm2_up + 1 : hw == 0 ? 0 : -1;
-			if (prog >= 0 && (prog != wp->progress || hw != wp->rep_hw)) {
+			if (prog >= 0) {
 				wp->progress = prog;
-				wp->rep_hw = hw;
 				mirror_worker_report(w, t, p, prog, hw, -1, -1, NULL);
 			}
 		} else if (wp->progress < 0 || hw > wp->progress || wp->failing) {
 			wp->bg_hw = hw; /* the lane reads progress after this HW */
 			mirror_lane_enqueue(w, refs[i].topic, p);
-		} else if (hw != wp->rep_hw) {
-			/* lag zero: progress read before this HW was already past it */
-			wp->rep_hw = hw;
+		} else {
+			/* lag zero: progress read before this HW was already past it, no
+			 * need to ask the destination. Reported every round all the same:
+			 * the gate forgets samples (a release), and lag must come back. */
 			mirror_worker_report(w, t, p, wp->progress, hw, -1, -1, NULL);
 		}
 	}

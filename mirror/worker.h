@@ -50,7 +50,6 @@ struct mirror_wdemand {
 struct mirror_wpart {
 	int64_t src_hw;      /* last source HW sample */
 	int64_t progress;    /* last progress read */
-	int64_t rep_hw;      /* source HW last reported with a progress value, -1 */
 	int32_t isr, min_isr;
 	int64_t need, until_ms; /* demand: prompt progress while progress <= need */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
