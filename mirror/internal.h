@@ -103,6 +103,7 @@ struct mirror_link {
 	size_t nbuckets, ntopics;
 	struct mirror_worker *worker; /* NULL with MIRROR_GATE_NO_WORKERS */
 	struct metric *m_latency;
+	struct metric *m_release;   /* progress read by the worker -> a held part released by it */
 	struct metric *m_lag_total;
 };
 

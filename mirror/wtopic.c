@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mirror/worker.h"
 
@@ -12,9 +13,12 @@ void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	struct mirror_report r = {
 		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
 		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
+		.read_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
 	};
 	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
 		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",

@@ -890,6 +890,7 @@ class Bench:
                 for t in (["direct", "syncgate"] if r % 2 == 0 else ["syncgate", "direct"]):
                     a = snap()
                     h0 = sg.histogram("syncgate_mirror_sync_replication_latency_seconds", scale=1000)
+                    r0 = sg.histogram("syncgate_mirror_release_delay_seconds", scale=1000)
                     rows = self.probe.run({t: src.bootstrap if t == "direct" else sg.bootstrap}, topic,
                                           size=100, acks="all", inflight=5, rate=rate, count=rate * W,
                                           rounds=1, partitions=P, warmup=P, tag=f"scale-{mode}-{t}")
@@ -899,6 +900,10 @@ class Bench:
                         h = hist_delta(h0, sg.histogram("syncgate_mirror_sync_replication_latency_seconds", scale=1000))
                         d["sg_hist_p50_le_ms"] = hist_quantile(h, 0.5)
                         d["sg_hist_p99_le_ms"] = hist_quantile(h, 0.99)
+                        rh = hist_delta(r0, sg.histogram("syncgate_mirror_release_delay_seconds", scale=1000))
+                        d["sg_release_p50_le_ms"] = hist_quantile(rh, 0.5)
+                        d["sg_release_p99_le_ms"] = hist_quantile(rh, 0.99)
+                        d["sg_release_mean_ms"] = rnd(rh["sum"] / rh["count"], 4) if rh["count"] else None
                     runs[t].append(d)
                     log(f"  {mode} {t}: {d}")
             for t, v in runs.items():
@@ -1162,11 +1167,13 @@ def render_gated(g) -> list:
               "Cost of gathering progress, measured as: syncgate CPU, both destination brokers' CPU "
               "(utime+stime), and syncgate's TCP traffic to the destination brokers (`ss -tinp`: data "
               "segments ≈ requests, bytes). Per second, medians of 2 alternating runs; *direct* = the same "
-              "load straight to the source (the mirrors' own cost on the destinations).", "",
+              "load straight to the source (the mirrors' own cost on the destinations). *Own share* = "
+              "`syncgate_mirror_release_delay_seconds`: a worker read the progress value → the held part "
+              "released on the loop (bridge, loop, heap; the poll round trip is not in it).", "",
               "| mode | run | syncgate CPU s/s | dest brokers CPU s/s | syncgate → dest segments/s | "
               "→ dest B/s | ← dest B/s | progress requests/s demand / background | syncgate RSS MiB | "
-              "ack p50 / p99 ms | syncgate histogram p50 / p99 ≤ ms |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+              "ack p50 / p99 ms | syncgate histogram p50 / p99 ≤ ms | own share p50 / p99 ≤ ms (mean) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
         for mode, res in g.get("modes", {}).items():
             for run in ("idle", "direct", "syncgate"):
                 x = res.get(run) or {}
@@ -1179,7 +1186,9 @@ def render_gated(g) -> list:
                          f"{fmt(x.get('progress_requests_demand_per_s'), 1)} / "
                          f"{fmt(x.get('progress_requests_background_per_s'), 1)} | "
                          f"{fmt(x.get('syncgate_rss_mib'), 1)} | {lat} | "
-                         f"{fmt(x.get('sg_hist_p50_le_ms'), 0)} / {fmt(x.get('sg_hist_p99_le_ms'), 0)} |")
+                         f"{fmt(x.get('sg_hist_p50_le_ms'), 0)} / {fmt(x.get('sg_hist_p99_le_ms'), 0)} | "
+                         f"{fmt(x.get('sg_release_p50_le_ms'), 2)} / {fmt(x.get('sg_release_p99_le_ms'), 2)} "
+                         f"({fmt(x.get('sg_release_mean_ms'), 3)}) |")
         L.append("")
     return L
 
