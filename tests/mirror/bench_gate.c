@@ -28,9 +28,10 @@ static double now_ns(void)
 	return ts.tv_sec * 1e9 + ts.tv_nsec;
 }
 
+/* Deliver everything queued (the bridge hands over 4,096 messages per loop round). */
 static void pump(struct event_base *b)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < 400; i++)
 		event_base_loop(b, EVLOOP_NONBLOCK);
 }
 
