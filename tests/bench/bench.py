@@ -42,6 +42,7 @@ sys.path.insert(0, os.path.join(REPO, "tests", "integration"))
 import yaml  # noqa: E402
 
 from kafkabed import KafkaBed, wait_until  # noqa: E402
+from confluent_kafka.admin import NewPartitions  # noqa: E402
 
 KAFKA_LIBS = os.path.join(REPO, ".cache", "kafka-4.3.1", "libs")
 SYNCGATE_BIN = os.environ.get("SYNCGATE_BIN", os.path.join(REPO, "build", "proxy", "syncgate"))
@@ -842,7 +843,13 @@ class Bench:
         topic = "sc" if P == 1000 else f"sc{P}"
         log(f"scale: {P} partitions gated by {M} mirror(s)")
         for c in [src] + [c for _n, c in dsts]:
-            c.create_topic(topic, partitions=P, timeout=600)
+            # KRaft refuses > max.records.per.user.op (10,000) records in one request
+            c.create_topic(topic, partitions=min(P, 5000), timeout=600)
+            for n in range(10000, P + 5000, 5000):
+                c.admin().create_partitions([NewPartitions(topic, min(n, P))])[topic].result(timeout=600)
+            if P > 5000:
+                wait_until(lambda c=c: len(c.partitions(topic)) == P, timeout=600,
+                           what=f"{topic}: {P} partitions")
         tms = [self.bed.start_testmirror(f"tm{n}{P}", src, c, [topic]) for n, c in dsts]
         dpids = [p for _n, c in dsts for p in c.pids.values() if p]
         dports = {b.rsplit(":", 1)[1] for _n, c in dsts for b in c.brokers.values()}
