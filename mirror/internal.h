@@ -313,8 +313,8 @@ void mirror_route_learn(const struct rd_kafka_metadata *md);
 struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
 					   bool producer);
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
-/* Stop the threads, destroy the clients. Blocks until they end (≤ ~2 s: a
- * blocking call in flight runs to its timeout). Loop thread. */
+/* Stop the threads, destroy the clients. Blocks until they end (≤ ~5 s: a
+ * blocking call in flight runs to its timeout, MIRROR_W_RPC_MS). Loop thread. */
 void mirror_worker_stop(struct mirror_worker *w);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable
  * or `until_ms` (monotonic ms) passes: in `poll` mode a known partition is

@@ -32,9 +32,15 @@
 #define MIRROR_W_TOPICS_MS 5000   /* source topic listing */
 #define MIRROR_W_ISR_MS 3000      /* destination ISR + min.insync.replicas */
 #define MIRROR_W_LAG_MS 1000      /* background source HW + progress of partitions with lag */
-#define MIRROR_W_RPC_MS 2000      /* timeout of one blocking librdkafka call (Metadata, configs) */
-#define MIRROR_W_LIST_MS 1000     /* ListOffsets(END) of one destination leader's partitions */
-#define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout of a lane whose leader just timed out */
+/* No release waits behind the main or isr thread's calls, and a lane's only
+ * behind its own leader's: timeouts are as long as a large cluster on a busy
+ * machine needs (10,000-partition Metadata or ListOffsets take seconds on a
+ * saturated 2-core machine), bounded by how long mirror_worker_stop() may
+ * wait for a call in flight. */
+#define MIRROR_W_RPC_MS 5000      /* timeout of one blocking librdkafka call (Metadata, configs, source HW) */
+#define MIRROR_W_LIST_MS 2000     /* ListOffsets(END) of one destination leader's partitions */
+#define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout of a lane whose leader just timed out (a moved
+				   * leader's partitions go to their new lane within it) */
 #define MIRROR_W_SLOW_MS 10000    /* how long a leader stays suspect after a timeout */
 #define MIRROR_W_SYNCS_STALL_MS 3000 /* mm2: destination ahead of the offset-syncs this long → stalled */
 #define MIRROR_W_BG_CHUNK 2000    /* background partitions per lane request (beside the demanded) */
