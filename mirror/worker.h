@@ -17,9 +17,9 @@
  * The table (topics, partitions, lanes) is shared under `tmu`, never held
  * across a blocking librdkafka call; the loop routes a demand straight to its
  * leader's lane under `tmu` (mirror_worker_demand). `mu` guards `stop` and
- * the queue of demands for topics the table does not know yet. Lock order:
- * tmu before mu; reports are posted under tmu so that they reach the loop in
- * the order their values were read.
+ * the queue of demands for topics the table does not know yet; the two are
+ * never held together. Reports are posted under tmu so that they reach the
+ * loop in the order their values were read.
  */
 #ifndef SYNCGATE_MIRROR_WORKER_H
 #define SYNCGATE_MIRROR_WORKER_H
@@ -169,7 +169,10 @@ void mirror_lane_enqueue(struct mirror_worker *w, uint32_t ti, int32_t p);
 void mirror_lanes_join(struct mirror_worker *w);
 
 /* progress.c (main thread unless said) */
+/* The background round: source HW of every partition, then destination
+ * progress of those with lag (lanes); reports (progress, HW) of every one. */
 void mirror_poll_background(struct mirror_worker *w);
+/* Source topic listing: tracks the topics sync_topics matches, sizes them. */
 void mirror_refresh_topics(struct mirror_worker *w);
 /* The isr thread's body. */
 void *mirror_isr_main(void *arg);
