@@ -394,10 +394,12 @@ const struct conf_setting conf_settings[] = {
 	  "compared directly. `mm2`: MirrorMaker 2, progress read from its offset-syncs topic; MM2 must run with "
 	  "`offset.lag.max=0` (at its default of 100 acks stall: syncgate warns `mirror_mm2_offset_syncs_behind`)." },
 	{ "mirrors[].progress", CONF_T_ENUM, M(progress), 0, W, 0, 0, "poll", progress_names, NULL,
-	  "With `offsets: preserved`: `poll` asks the destination for its high watermarks every `poll_interval_ms`; "
-	  "`tail` keeps a consumer at the end of the gated partitions." },
+	  "With `offsets: preserved`: `poll` asks a partition's destination leader for its high watermark as soon as a "
+	  "response is held on it, and again after each answer while one is (one request in flight per destination "
+	  "leader); `tail` keeps a consumer at the end of the gated partitions." },
 	{ "mirrors[].poll_interval_ms", CONF_T_INT, M(poll_interval_ms), 0, W, 1, 60 * MS, "5", NULL, NULL,
-	  "Interval between destination progress polls while responses are held, milliseconds." },
+	  "`poll`: pause before asking a destination leader again after a failed progress request, milliseconds "
+	  "(successful requests follow each other back to back while responses are held)." },
 	{ "mirrors[].mm2_offset_syncs_topic", CONF_T_STRING, M(mm2_offset_syncs_topic), 0, W, 0, 0, NULL, NULL, check_topic,
 	  "With `offsets: mm2`: MirrorMaker 2's offset-syncs topic, read on the source cluster. "
 	  "Default `mm2-offset-syncs.<name>.internal`, which is MM2's own default when this mirror's `name` equals "

@@ -5,7 +5,10 @@
  * A pipe (rather than event_active() from another thread) works whether or
  * not the event_base was created after evthread_use_pthreads(). The loop
  * side hands each message to the `deliver` callback its owner (the gate)
- * registered, so the bridge knows nothing above it.
+ * registered, so the bridge knows nothing above it. One wake-up delivers at
+ * most BRIDGE_BATCH messages and then lets the loop serve its connections
+ * before the rest (a background round of 100,000 partitions is 100,000
+ * reports).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +18,8 @@
 #include <unistd.h>
 
 #include "mirror/internal.h"
+
+#define BRIDGE_BATCH 4096 /* messages delivered per loop iteration */
 
 struct mirror_bridge {
 	mirror_bridge_deliver_cb deliver;
@@ -34,10 +39,15 @@ static void bridge_cb(evutil_socket_t fd, short what, void *arg)
 	while (read(fd, buf, sizeof(buf)) > 0)
 		;
 	pthread_mutex_lock(&b->mu);
-	struct mirror_msg *m = b->head;
-	b->head = NULL;
-	b->tail = &b->head;
-	b->signalled = false;
+	struct mirror_msg *m = b->head, **cut = &b->head;
+	for (int i = 0; i < BRIDGE_BATCH && *cut; i++)
+		cut = &(*cut)->next;
+	b->head = *cut; /* the rest stays queued, in order, ahead of newer messages */
+	*cut = NULL;
+	if (!b->head)
+		b->tail = &b->head;
+	bool more = b->head != NULL;
+	b->signalled = more;
 	pthread_mutex_unlock(&b->mu);
 	while (m) {
 		struct mirror_msg *next = m->next;
@@ -46,6 +56,11 @@ static void bridge_cb(evutil_socket_t fd, short what, void *arg)
 		m = next;
 	}
 	b->drained(b->arg);
+	if (more) { /* the pipe again: the next epoll round serves the sockets too */
+		char c = 1;
+		if (write(b->fds[1], &c, 1) < 0 && errno != EAGAIN)
+			LOG_W("mirror_bridge_wake_failed", "reason=\"%s\"", strerror(errno));
+	}
 }
 
 struct mirror_bridge *mirror_bridge_new(struct event_base *base, mirror_bridge_deliver_cb deliver,

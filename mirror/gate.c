@@ -56,9 +56,11 @@ static void gate_apply(void *arg, const struct mirror_msg *m)
 	}
 }
 
-/* The bridge drained its queue: run the callbacks of waits resolved. */
+/* The bridge drained its queue: lag and promotion of the topics reported
+ * on, then the callbacks of waits resolved. */
 static void gate_drained(void *arg)
 {
+	mirror_gate_reports_drained(arg);
 	mirror_gate_flush_done(arg);
 }
 

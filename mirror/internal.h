@@ -18,6 +18,7 @@
  *   gate.c → link.c, ops.c, report.c → transitions.c → wait.c → store.c
  *   describe.c → store.c → lifecycle.c, topics.c, metrics.c; wait.c → waiters.c
  *   statelog.c, worker.c → progress.c, tail.c, mm2.c → wtopic.c → bridge.c
+ *   worker.c, progress.c → lane.c → wtopic.c
  * Calls upwards go through callbacks the owner registers: the bridge's
  * deliver/drained (gate.c), and the gate's on_record_applied /
  * on_state_changed (ops.c's, set by gate.c).
@@ -94,6 +95,8 @@ struct mirror_tstate {
 	size_t held;
 	struct metric *m_desired, *m_effective, *m_lag, *m_failing, *m_stalled;
 	struct mirror_tstate *next; /* hash chain */
+	bool reported;              /* in g->reported: lag gauge and promotion to check */
+	struct mirror_tstate *reported_next;
 };
 
 /* One configured mirror, loop-thread side. */
@@ -108,6 +111,7 @@ struct mirror_link {
 	size_t nbuckets, ntopics;
 	struct mirror_worker *worker; /* NULL with MIRROR_GATE_NO_WORKERS */
 	struct metric *m_latency;
+	struct metric *m_release;   /* progress read by the worker -> a held part released by it */
 	struct metric *m_lag_total;
 };
 
@@ -162,6 +166,9 @@ struct mirror_gate {
 	size_t nunapplied;
 	struct mirror_hw *hw;       /* mirrored HW watches (mirrored_hw.c); NULL until used */
 	struct mirror_failover *failovers; /* failover/verify calls running (failover.c) */
+	struct mirror_tstate *reported; /* topics with reports since the bridge last drained
+				     * (report.c: their O(partitions) lag is summed once per
+				     * drain, not once per report) */
 	/* hooks from the apply path to the admin calls above it (ops.c; NULL: none) */
 	void (*on_record_applied)(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
 				  const struct mirror_lstate *before, const struct mirror_apply_out *out);
@@ -268,6 +275,9 @@ uint64_t mirror_gate_append(struct mirror_gate *g, struct mirror_tstate *t, stru
 
 /* report.c: one destination progress report (MIRROR_MSG_REPORT). */
 void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m);
+/* After a batch of reports: the lag gauge and promotion check of each topic
+ * reported on, once per topic (a background round reports every partition). */
+void mirror_gate_reports_drained(struct mirror_gate *g);
 
 /* link.c: one configured mirror (NULL on ENOMEM or invalid sync_topics). */
 struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mirror *cm);
@@ -335,10 +345,13 @@ struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
 /* srcauth.c: log and keep the source clients' authentication/TLS failures. Any thread. */
 void mirror_source_errors_install(struct rd_kafka_conf_s *c);
-/* Stop the thread, destroy its clients. Blocks until the thread ends (≤ ~1 s). */
+/* Stop the threads, destroy the clients. Blocks until they end (≤ ~5 s: a
+ * blocking call in flight runs to its timeout, MIRROR_W_RPC_MS). Loop thread. */
 void mirror_worker_stop(struct mirror_worker *w);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable
- * or `until_ms` passes. Loop thread; takes the worker mutex briefly. */
+ * or `until_ms` (monotonic ms) passes: in `poll` mode a known partition is
+ * queued on its destination leader's lane at once (polled now, or right after
+ * the request in flight). Loop thread; takes the worker's table mutex briefly. */
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
 			  int64_t need, int64_t until_ms);
 

@@ -13,6 +13,8 @@
 /* seconds (Prometheus base unit) */
 static const double latency_buckets[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
 					 1, 2, 5, 10, 30, 60};
+static const double release_buckets[] = {0.00005, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01,
+					 0.02, 0.05, 0.1, 1};
 
 struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mirror *cm)
 {
@@ -35,6 +37,10 @@ struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mir
 	l->m_latency = metric_get(METRIC_HISTOGRAM, "syncgate_mirror_sync_replication_latency_seconds",
 				  "KIP MirrorSyncReplicationLatencyMs, in seconds: held part registered -> this mirror has it",
 				  labels, latency_buckets, sizeof(latency_buckets) / sizeof(latency_buckets[0]));
+	l->m_release = metric_get(METRIC_HISTOGRAM, "syncgate_mirror_release_delay_seconds",
+				  "syncgate's own share of a release: the worker read the progress value -> the held "
+				  "part it satisfies is released on the event loop (bridge, loop, heap)",
+				  labels, release_buckets, sizeof(release_buckets) / sizeof(release_buckets[0]));
 	return l;
 }
 

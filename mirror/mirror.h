@@ -165,6 +165,8 @@ struct mirror_report {
 				 * not follow although the destination moves (e.g.
 				 * "offset-syncs behind the destination"), "" when it
 				 * no longer stalls; syncgate_mirror_stalled_partitions */
+	int64_t read_us;        /* CLOCK_MONOTONIC µs at which the worker read `progress`
+				 * (0: unknown): syncgate_mirror_release_delay_seconds */
 };
 
 /**

@@ -21,7 +21,7 @@
  * markers or compaction only make the bound looser. Each can make H pass
  * the bound before the record is there, i.e. a false ack. So syncgate
  * detects the sparse case instead (progress.c, mm2_check_syncs) and says so.
- * Worker thread.
+ * The mm2 thread (mirror_mm2_main); w->tmu around the table.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -53,9 +53,15 @@ int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen,
 	return 0;
 }
 
-void mirror_mm2_assign(struct mirror_worker *w)
+#define MM2_POLL_MS 100  /* consumer poll: how soon a reassignment or stop is seen */
+#define MM2_BATCH 256    /* syncs applied per hold of tmu (catching up from the beginning
+			  * must not keep the loop's demands waiting) */
+
+static void mm2_assign(struct mirror_worker *w)
 {
+	pthread_mutex_lock(&w->tmu);
 	int32_t n = w->mm2_nparts > 0 ? w->mm2_nparts : 1;
+	pthread_mutex_unlock(&w->tmu);
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(n);
 	for (int32_t p = 0; p < n; p++)
 		rd_kafka_topic_partition_list_add(l, w->mm2_topic, p)->offset = RD_KAFKA_OFFSET_BEGINNING;
@@ -66,32 +72,66 @@ void mirror_mm2_assign(struct mirror_worker *w)
 	rd_kafka_topic_partition_list_destroy(l);
 }
 
-void mirror_mm2_poll(struct mirror_worker *w, int timeout_ms)
+/* One offset-sync record: progress of its partition when it is newer (tmu held). */
+static void mm2_apply(struct mirror_worker *w, const rd_kafka_message_t *m)
 {
 	char topic[256];
-	for (int i = 0; i < 100000; i++) {
-		rd_kafka_message_t *m = rd_kafka_consumer_poll(w->mm2c, i == 0 ? timeout_ms : 0);
-		if (!m)
-			break;
-		int32_t part;
-		int64_t up, down;
-		if (m->err) {
-			if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-				LOG_D("mm2_offset_syncs_error", "mirror=%s reason=\"%s\"", w->name,
-				      rd_kafka_err2name(m->err));
-		} else if (mirror_mm2_parse(m->key, m->key_len, m->payload, m->len, topic, sizeof(topic), &part,
-					    &up, &down) != 0) {
-			LOG_D("mm2_offset_sync_malformed", "mirror=%s offset=%lld", w->name, (long long)m->offset);
-		} else {
-			struct mirror_wtopic *t = mirror_worker_topic(w, topic, false);
-			struct mirror_wpart *wp = t ? mirror_wtopic_part(t, part) : NULL;
-			if (wp && up > wp->mm2_up) {
-				wp->mm2_up = up;
-				wp->mm2_down = down;
-				wp->progress = up + 1;
-				mirror_worker_report(w, t, part, up + 1, -1, -1, -1, NULL);
-			}
-		}
-		rd_kafka_message_destroy(m);
+	int32_t part;
+	int64_t up, down;
+	if (mirror_mm2_parse(m->key, m->key_len, m->payload, m->len, topic, sizeof(topic), &part, &up,
+			     &down) != 0) {
+		LOG_D("mm2_offset_sync_malformed", "mirror=%s offset=%lld", w->name, (long long)m->offset);
+		return;
 	}
+	struct mirror_wtopic *t = mirror_worker_topic(w, topic, false);
+	if (!t || part < 0 || part >= t->npart_alloc)
+		return;
+	struct mirror_wpart *wp = &t->parts[part];
+	if (up > wp->mm2_up) {
+		wp->mm2_up = up;
+		wp->mm2_down = down;
+		wp->progress = up + 1;
+		mirror_worker_report(w, t, part, up + 1, -1, -1, -1, NULL);
+	}
+}
+
+/*
+ * The offset-syncs tail: a long-polling consumer (librdkafka's fetch waits
+ * at the broker until a sync is written, then returns at once), each sync
+ * reported as it arrives — no other request of the worker runs on this
+ * thread, so a new sync releases its waiters within a fetch round trip.
+ */
+void *mirror_mm2_main(void *arg)
+{
+	struct mirror_worker *w = arg;
+	rd_kafka_message_t *ms[MM2_BATCH];
+	pthread_mutex_lock(&w->tmu);
+	while (!w->halt) {
+		bool reassign = w->reassign;
+		w->reassign = false;
+		pthread_mutex_unlock(&w->tmu);
+		if (reassign)
+			mm2_assign(w);
+		size_t n = 0;
+		while (n < MM2_BATCH) {
+			rd_kafka_message_t *m = rd_kafka_consumer_poll(w->mm2c, n == 0 ? MM2_POLL_MS : 0);
+			if (!m)
+				break;
+			if (m->err) {
+				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+					LOG_D("mm2_offset_syncs_error", "mirror=%s reason=\"%s\"", w->name,
+					      rd_kafka_err2name(m->err));
+				rd_kafka_message_destroy(m);
+				continue;
+			}
+			ms[n++] = m;
+		}
+		pthread_mutex_lock(&w->tmu);
+		for (size_t i = 0; i < n; i++) {
+			mm2_apply(w, ms[i]);
+			rd_kafka_message_destroy(ms[i]);
+		}
+	}
+	pthread_mutex_unlock(&w->tmu);
+	return NULL;
 }

@@ -1,22 +1,31 @@
 /*
- * progress.c — what the worker asks the clusters with ordinary blocking
- * librdkafka calls (worker thread only):
- *   - source topic listing (Metadata, all topics) matched against sync_topics;
- *   - destination ISR size (Metadata of the locally known destination
- *     topics, one request) and min.insync.replicas (DescribeConfigs, one
- *     batched request: the effective value, i.e. the topic override or else
- *     the broker default);
- *   - high watermarks through rd_kafka_offsets_for_times(RD_KAFKA_OFFSET_END),
- *     which librdkafka batches into one ListOffsets per partition leader
- *     (isolation.level=read_uncommitted: the HW, not the LSO). Destination
- *     HW > offset ⇔ every destination ISR replica has it;
+ * progress.c — what the worker asks the clusters besides the lanes' polls
+ * (lane.c) and the consumers (tail.c, mm2.c):
+ *   - source topic listing (Metadata, all topics) matched against sync_topics
+ *     (main thread);
+ *   - the background round (main thread): source HW of every partition, then
+ *     destination progress of the partitions whose HW is ahead of it, through
+ *     their leaders' lanes (sampled after the HW, so lag = HW − progress never
+ *     undercounts); a partition at lag zero costs the destination nothing
+ *     (its last progress, already past the HW, is reported with it);
+ *   - destination ISR size and leaders (Metadata of the locally known
+ *     destination topics, one request) and min.insync.replicas
+ *     (DescribeConfigs, one batched request, asynchronous: the effective
+ *     value, i.e. the topic override or else the broker default) — the isr
+ *     thread, so neither waits behind progress nor progress behind them;
  *   - `mm2`: whether the destination runs ahead of the offset-syncs
  *     (mm2_check_syncs: MirrorMaker 2's offset.lag.max too high).
+ * High watermarks come from rd_kafka_offsets_for_times(RD_KAFKA_OFFSET_END)
+ * (isolation.level=read_uncommitted: the HW, not the LSO). Destination HW >
+ * offset ⇔ every destination ISR replica has it.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mirror/worker.h"
+
+#define BATCH 256 /* partitions handled per hold of tmu (the loop's demands wait for it) */
 
 static const char *errname(rd_kafka_resp_err_t e)
 {
@@ -32,6 +41,7 @@ void mirror_refresh_topics(struct mirror_worker *w)
 		return;
 	}
 	mirror_route_learn(md);
+	pthread_mutex_lock(&w->tmu);
 	for (int i = 0; i < md->topic_cnt; i++) {
 		const struct rd_kafka_metadata_topic *mt = &md->topics[i];
 		if (w->mm2_topic && strcmp(mt->topic, w->mm2_topic) == 0 && !mt->err) {
@@ -53,50 +63,48 @@ void mirror_refresh_topics(struct mirror_worker *w)
 		if (t && t->npart != mt->partition_cnt) {
 			t->npart = mt->partition_cnt;
 			mirror_wtopic_part(t, t->npart - 1); /* allocate */
-			w->reassign = true;
+			w->reassign = w->isr_now = true;
+			pthread_cond_signal(&w->isr_cv);
 		}
 	}
 	if (w->mm2_topic && w->mm2_nparts < 0)
 		LOG_W("mirror_mm2_offset_syncs_missing", "mirror=%s topic=%s reason=\"not on the source cluster\"",
 		      w->name, w->mm2_topic);
+	pthread_mutex_unlock(&w->tmu);
 	rd_kafka_metadata_destroy(md);
 }
 
-/* min.insync.replicas of every destination topic, -1 when unknown. */
-static void describe_min_isr(struct mirror_worker *w, int32_t *min_isr)
+/* ---- isr thread ------------------------------------------------------- */
+
+static void configs_give_up(struct mirror_worker *w, const char *why)
 {
-	size_t n = w->ntopics;
-	if (mirror_now_ms() < w->describe_after_ms)
-		return; /* keep the last values (the loop keeps them on -1) */
-	/* Pessimistic until it succeeds: a failing DescribeConfigs (old or
-	 * restricted broker, mock cluster) must not stall demand polls. */
+	LOG_W("mirror_describe_configs_failed", "mirror=%s reason=\"%s; min.insync.replicas unknown, retry in 30 s\"",
+	      w->name, why);
+	rd_kafka_queue_destroy(w->cfgq);
+	w->cfgq = NULL;
 	w->describe_after_ms = mirror_now_ms() + 30000;
-	rd_kafka_ConfigResource_t **res = calloc(n, sizeof(*res));
-	rd_kafka_queue_t *q = rd_kafka_queue_new(w->dst);
-	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(w->dst, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
-	char errstr[256];
-	if (!res || !q || !opt)
-		goto out;
-	rd_kafka_AdminOptions_set_request_timeout(opt, MIRROR_W_RPC_MS, errstr, sizeof(errstr));
-	for (size_t i = 0; i < n; i++)
-		res[i] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, w->topics[i].dst);
-	rd_kafka_DescribeConfigs(w->dst, res, n, opt, q);
-	rd_kafka_event_t *ev = rd_kafka_queue_poll(q, MIRROR_W_RPC_MS + 1000);
+}
+
+/* The DescribeConfigs answer, if it came: min.insync.replicas per topic. */
+static void configs_collect(struct mirror_worker *w, int64_t deadline_ms)
+{
+	if (!w->cfgq)
+		return;
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(w->cfgq, 0);
 	if (!ev) {
-		LOG_W("mirror_describe_configs_failed", "mirror=%s reason=\"timed out; min.insync.replicas unknown, retry in 30 s\"",
-		      w->name);
-		goto out;
+		if (mirror_now_ms() > deadline_ms)
+			configs_give_up(w, "timed out");
+		return;
 	}
 	const rd_kafka_DescribeConfigs_result_t *r = rd_kafka_event_DescribeConfigs_result(ev);
 	if (rd_kafka_event_error(ev) || !r) {
-		LOG_W("mirror_describe_configs_failed", "mirror=%s reason=\"%s; min.insync.replicas unknown, retry in 30 s\"",
-		      w->name, rd_kafka_event_error_string(ev));
+		configs_give_up(w, rd_kafka_event_error_string(ev));
 		rd_kafka_event_destroy(ev);
-		goto out;
+		return;
 	}
 	size_t cnt;
 	const rd_kafka_ConfigResource_t **rs = rd_kafka_DescribeConfigs_result_resources(r, &cnt);
-	w->describe_after_ms = 0;
+	pthread_mutex_lock(&w->tmu);
 	for (size_t k = 0; k < cnt; k++) {
 		if (rd_kafka_ConfigResource_error(rs[k]))
 			continue;
@@ -108,39 +116,58 @@ static void describe_min_isr(struct mirror_worker *w, int32_t *min_isr)
 			    !rd_kafka_ConfigEntry_value(es[e]))
 				continue;
 			int32_t v = (int32_t)atoi(rd_kafka_ConfigEntry_value(es[e]));
-			for (size_t i = 0; i < n; i++)
+			for (size_t i = 0; i < w->ntopics; i++)
 				if (strcmp(w->topics[i].dst, name) == 0)
-					min_isr[i] = v;
+					w->topics[i].min_isr = v;
 		}
 	}
+	pthread_mutex_unlock(&w->tmu);
 	rd_kafka_event_destroy(ev);
-out:
-	if (res) {
-		for (size_t i = 0; i < n; i++)
-			if (res[i])
-				rd_kafka_ConfigResource_destroy(res[i]);
-		free(res);
-	}
-	if (opt)
-		rd_kafka_AdminOptions_destroy(opt);
-	if (q)
-		rd_kafka_queue_destroy(q);
+	rd_kafka_queue_destroy(w->cfgq);
+	w->cfgq = NULL;
+	w->describe_after_ms = 0;
 }
 
-void mirror_refresh_isr(struct mirror_worker *w)
+/* Send DescribeConfigs of every destination topic; the answer is collected
+ * later (configs_collect), so the ISR Metadata never waits for it. */
+static void configs_request(struct mirror_worker *w)
 {
-	if (w->ntopics == 0)
+	if (w->cfgq || mirror_now_ms() < w->describe_after_ms)
 		return;
-	int32_t *min_isr = malloc(w->ntopics * sizeof(*min_isr));
-	if (!min_isr)
-		return;
-	for (size_t i = 0; i < w->ntopics; i++)
-		min_isr[i] = -1;
+	pthread_mutex_lock(&w->tmu);
+	size_t n = w->ntopics;
+	rd_kafka_ConfigResource_t **res = calloc(n ? n : 1, sizeof(*res));
+	for (size_t i = 0; res && i < n; i++)
+		res[i] = rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, w->topics[i].dst);
+	pthread_mutex_unlock(&w->tmu);
+	rd_kafka_AdminOptions_t *opt = rd_kafka_AdminOptions_new(w->dst, RD_KAFKA_ADMIN_OP_DESCRIBECONFIGS);
+	char errstr[256];
+	if (res && n && opt) {
+		w->cfgq = rd_kafka_queue_new(w->dst);
+		rd_kafka_AdminOptions_set_request_timeout(opt, MIRROR_W_RPC_MS, errstr, sizeof(errstr));
+		rd_kafka_DescribeConfigs(w->dst, res, n, opt, w->cfgq);
+	}
+	for (size_t i = 0; res && i < n; i++)
+		if (res[i])
+			rd_kafka_ConfigResource_destroy(res[i]);
+	free(res);
+	if (opt)
+		rd_kafka_AdminOptions_destroy(opt);
+}
+
+/* Destination ISR and leader of every tracked partition, reported when they
+ * (or min.insync.replicas) change; a moved leader's demanded partitions go
+ * to their new lane. */
+static void refresh_isr(struct mirror_worker *w)
+{
+	int64_t cfg_deadline = mirror_now_ms() + MIRROR_W_RPC_MS + 1000;
+	configs_request(w);
 	const struct rd_kafka_metadata *md = NULL;
 	/* all_topics=0: the locally known topics, i.e. our destination topics. */
 	rd_kafka_resp_err_t err = rd_kafka_metadata(w->dst, 0, NULL, &md, MIRROR_W_RPC_MS);
-	if (!err)
-		describe_min_isr(w, min_isr);
+	configs_collect(w, cfg_deadline);
+	pthread_mutex_lock(&w->tmu);
+	int64_t now = mirror_now_ms();
 	for (size_t i = 0; i < w->ntopics; i++) {
 		struct mirror_wtopic *t = &w->topics[i];
 		const struct rd_kafka_metadata_topic *mt = NULL;
@@ -148,10 +175,15 @@ void mirror_refresh_isr(struct mirror_worker *w)
 			if (strcmp(md->topics[k].topic, t->dst) == 0)
 				mt = &md->topics[k];
 		int32_t np = t->npart > 0 ? t->npart : (mt ? mt->partition_cnt : 0);
+		if (np > t->npart_alloc)
+			np = t->npart_alloc; /* the main thread sizes the table */
 		for (int32_t p = 0; p < np; p++) {
-			struct mirror_wpart *wp = mirror_wtopic_part(t, p);
-			if (!wp)
-				break;
+			if (p % BATCH == BATCH - 1) { /* let the loop's demands in; the table may grow */
+				pthread_mutex_unlock(&w->tmu);
+				pthread_mutex_lock(&w->tmu);
+				t = &w->topics[i];
+			}
+			struct mirror_wpart *wp = &t->parts[p];
 			const char *why = NULL;
 			int32_t isr = -1;
 			if (err)
@@ -162,7 +194,9 @@ void mirror_refresh_isr(struct mirror_worker *w)
 				why = errname(mt->err);
 			else {
 				const struct rd_kafka_metadata_partition *mp = NULL;
-				for (int k = 0; k < mt->partition_cnt; k++)
+				if (p < mt->partition_cnt && mt->partitions[p].id == p)
+					mp = &mt->partitions[p]; /* the usual order */
+				for (int k = 0; !mp && k < mt->partition_cnt; k++)
 					if (mt->partitions[k].id == p)
 						mp = &mt->partitions[k];
 				if (!mp)
@@ -173,178 +207,95 @@ void mirror_refresh_isr(struct mirror_worker *w)
 					why = "LEADER_NOT_AVAILABLE";
 				else
 					isr = mp->isr_cnt;
-				wp->leader = mp ? mp->leader : -1;
+				int32_t leader = mp ? mp->leader : -1;
+				if (leader != wp->leader) {
+					wp->leader = leader;
+					if (wp->until_ms >= now && wp->need >= wp->progress)
+						mirror_lane_enqueue(w, (uint32_t)i, p);
+				}
 			}
 			if (why) {
 				mirror_worker_report(w, t, p, -1, -1, -1, -1, why);
 				wp->failing = true;
-			} else if (isr != wp->isr || min_isr[i] != wp->min_isr || wp->failing) {
+			} else if (isr != wp->isr || t->min_isr != wp->min_isr || wp->failing) {
 				wp->isr = isr;
-				wp->min_isr = min_isr[i];
+				wp->min_isr = t->min_isr;
 				wp->failing = false;
-				mirror_worker_report(w, t, p, -1, -1, isr, min_isr[i], NULL);
+				mirror_worker_report(w, t, p, -1, -1, isr, t->min_isr, NULL);
 			}
 		}
 	}
+	pthread_mutex_unlock(&w->tmu);
 	if (md)
 		rd_kafka_metadata_destroy(md);
-	free(min_isr);
 }
 
-/* One ListOffsets(END) round over `list`; returns the request-level error. */
-static rd_kafka_resp_err_t list_end_offsets(rd_kafka_t *rk, rd_kafka_topic_partition_list_t *list,
-					    int timeout_ms)
+void *mirror_isr_main(void *arg)
 {
-	for (int i = 0; i < list->cnt; i++)
-		list->elems[i].offset = RD_KAFKA_OFFSET_END;
-	return rd_kafka_offsets_for_times(rk, list, timeout_ms);
-}
-
-/* The suspect slot of destination leader `id`, or NULL. */
-static struct mirror_slow_leader *slow_leader(struct mirror_worker *w, int32_t id, int64_t now)
-{
-	for (size_t i = 0; i < sizeof(w->slow) / sizeof(w->slow[0]); i++)
-		if (w->slow[i].id == id && w->slow[i].until_ms > now)
-			return &w->slow[i];
+	struct mirror_worker *w = arg;
+	pthread_mutex_lock(&w->tmu);
+	while (!w->halt) {
+		pthread_mutex_unlock(&w->tmu);
+		refresh_isr(w);
+		pthread_mutex_lock(&w->tmu);
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += MIRROR_W_ISR_MS / 1000;
+		ts.tv_nsec += (MIRROR_W_ISR_MS % 1000) * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		while (!w->halt && !w->isr_now)
+			if (pthread_cond_timedwait(&w->isr_cv, &w->tmu, &ts) != 0)
+				break;
+		w->isr_now = false;
+	}
+	pthread_mutex_unlock(&w->tmu);
+	if (w->cfgq) /* an answer still in flight is dropped with its queue */
+		rd_kafka_queue_destroy(w->cfgq);
+	w->cfgq = NULL;
 	return NULL;
 }
 
-static void slow_leader_mark(struct mirror_worker *w, int32_t id, int64_t now)
-{
-	size_t n = sizeof(w->slow) / sizeof(w->slow[0]), pick = 0;
-	for (size_t i = 0; i < n; i++) {
-		if (w->slow[i].id == id || w->slow[i].until_ms <= now) {
-			pick = i;
-			break;
-		}
-		if (w->slow[i].until_ms < w->slow[pick].until_ms)
-			pick = i;
-	}
-	w->slow[pick] = (struct mirror_slow_leader){ .id = id, .until_ms = now + MIRROR_W_SLOW_MS };
-}
+/* ---- main thread: background round -------------------------------------- */
 
-/* ListOffsets(END) of the partitions idx[0..n) (all led by `leader`), reported. */
-static void dest_progress_leader(struct mirror_worker *w, struct mirror_wtopic **tt, int32_t *pp,
-				 const size_t *idx, size_t n, int32_t leader, bool slow, bool with_hw)
-{
-	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-	for (size_t j = 0; j < n; j++)
-		rd_kafka_topic_partition_list_add(l, tt[idx[j]]->dst, pp[idx[j]]);
-	rd_kafka_resp_err_t err = list_end_offsets(w->dst, l, slow ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS);
-	if (err == RD_KAFKA_RESP_ERR__TIMED_OUT && leader >= 0)
-		slow_leader_mark(w, leader, mirror_now_ms());
-	LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu slow=%d result=%s", w->name,
-	      leader, n, slow, errname(err));
-	for (size_t j = 0; j < n; j++) {
-		size_t i = idx[j];
-		struct mirror_wpart *wp = &tt[i]->parts[pp[i]];
-		rd_kafka_topic_partition_t *e = &l->elems[j];
-		rd_kafka_resp_err_t perr = err ? err : e->err;
-		int64_t hw = with_hw ? wp->src_hw : -1;
-		if (!perr && e->offset < 0)
-			perr = RD_KAFKA_RESP_ERR__NO_OFFSET;
-		if (perr) {
-			mirror_worker_report(w, tt[i], pp[i], -1, -1, -1, -1, errname(perr));
-			wp->failing = true;
-			continue;
-		}
-		wp->progress = e->offset;
-		wp->failing = false;
-		mirror_worker_report(w, tt[i], pp[i], e->offset, hw, -1, -1, NULL);
-	}
-	rd_kafka_topic_partition_list_destroy(l);
-}
-
-/*
- * Destination progress of the partitions in `tt`/`pp` (parallel arrays): one
- * ListOffsets(END) per destination leader (librdkafka 2.0.2's
- * offsets_for_times returns nothing at all when any leader times out), healthy
- * leaders first, leaders that recently timed out last and with a short
- * timeout — so one frozen destination broker delays only its own partitions.
- */
-static void dest_progress(struct mirror_worker *w, struct mirror_wtopic **tt, int32_t *pp, size_t n,
-			  bool with_hw)
-{
-	if (n == 0)
-		return;
-	size_t *idx = calloc(n, sizeof(*idx));
-	bool *done = calloc(n, sizeof(*done));
-	if (!idx || !done) {
-		free(idx);
-		free(done);
-		return;
-	}
-	int64_t now = mirror_now_ms();
-	for (int pass = 0; pass < 2; pass++) { /* 0: healthy leaders, 1: suspect ones */
-		for (size_t a = 0; a < n; a++) {
-			if (done[a])
-				continue;
-			int32_t leader = tt[a]->parts[pp[a]].leader;
-			bool slow = slow_leader(w, leader, now) != NULL;
-			if (slow != (pass == 1))
-				continue;
-			size_t k = 0;
-			for (size_t b = a; b < n; b++) {
-				if (!done[b] && tt[b]->parts[pp[b]].leader == leader) {
-					done[b] = true;
-					idx[k++] = b;
-				}
-			}
-			dest_progress_leader(w, tt, pp, idx, k, leader, slow, with_hw);
-		}
-	}
-	free(idx);
-	free(done);
-}
-
-static size_t all_partitions(struct mirror_worker *w, struct mirror_wtopic ***tt, int32_t **pp)
-{
-	size_t n = 0, k = 0;
-	for (size_t i = 0; i < w->ntopics; i++)
-		n += w->topics[i].npart > 0 ? (size_t)w->topics[i].npart : 0;
-	*tt = calloc(n ? n : 1, sizeof(**tt));
-	*pp = calloc(n ? n : 1, sizeof(**pp));
-	if (!*tt || !*pp)
-		return 0;
-	for (size_t i = 0; i < w->ntopics; i++)
-		for (int32_t p = 0; p < w->topics[i].npart; p++)
-			if (mirror_wtopic_part(&w->topics[i], p)) {
-				(*tt)[k] = &w->topics[i];
-				(*pp)[k++] = p;
-			}
-	return k;
-}
-
-/* mm2: partitions tt[i]/pp[i] whose offset-syncs lag their source HW — does
+/* mm2: partitions refs[0..n) whose offset-syncs lag their source HW — does
  * the destination already hold the records (MM2 offset.lag.max too high)?
  * A partition where it does, for MIRROR_W_SYNCS_STALL_MS, is reported
  * stalled (mirror_report.stall) and a WARN names offset.lag.max once per
- * worker; see mm2.c for why the gate does not release on this evidence. */
-static void mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, const int32_t *pp, size_t n)
+ * worker; see mm2.c for why the gate does not release on this evidence.
+ * Main thread, tmu not held. */
+static void mm2_check_syncs(struct mirror_worker *w, const struct mirror_wref *refs, size_t n)
 {
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
 	size_t *idx = calloc(n ? n : 1, sizeof(*idx));
 	size_t k = 0;
-	int64_t now = mirror_now_ms();
 	if (!l || !idx)
 		goto out;
+	pthread_mutex_lock(&w->tmu);
 	for (size_t i = 0; i < n; i++) {
-		struct mirror_wpart *wp = &tt[i]->parts[pp[i]];
+		struct mirror_wtopic *t = &w->topics[refs[i].topic];
+		struct mirror_wpart *wp = &t->parts[refs[i].partition];
 		if (wp->src_hw > wp->mm2_up + 1) {
-			rd_kafka_topic_partition_list_add(l, tt[i]->dst, pp[i]);
+			rd_kafka_topic_partition_list_add(l, t->dst, refs[i].partition)->offset = RD_KAFKA_OFFSET_END;
 			idx[k++] = i;
 		} else if (wp->syncs_behind || wp->syncs_behind_since_ms >= 0) {
 			wp->syncs_behind_since_ms = -1;
 			if (wp->syncs_behind)
-				mirror_worker_report_stall(w, tt[i], pp[i], "");
+				mirror_worker_report_stall(w, t, refs[i].partition, "");
 			wp->syncs_behind = false;
 		}
 	}
-	if (k == 0 || list_end_offsets(w->dst, l, MIRROR_W_LIST_MS) != 0)
+	pthread_mutex_unlock(&w->tmu);
+	if (k == 0 || rd_kafka_offsets_for_times(w->dst, l, MIRROR_W_LIST_MS) != 0)
 		goto out;
+	int64_t now = mirror_now_ms();
+	pthread_mutex_lock(&w->tmu);
 	for (size_t j = 0; j < k; j++) {
-		struct mirror_wtopic *t = tt[idx[j]];
-		struct mirror_wpart *wp = &t->parts[pp[idx[j]]];
+		struct mirror_wtopic *t = &w->topics[refs[idx[j]].topic];
+		int32_t p = refs[idx[j]].partition;
+		struct mirror_wpart *wp = &t->parts[p];
 		const rd_kafka_topic_partition_t *e = &l->elems[j];
 		if (e->err || e->offset < 0)
 			continue;
@@ -354,7 +305,7 @@ static void mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, 
 		if (behind <= 0 || ahead < behind) {
 			wp->syncs_behind_since_ms = -1;
 			if (wp->syncs_behind)
-				mirror_worker_report_stall(w, t, pp[idx[j]], "");
+				mirror_worker_report_stall(w, t, p, "");
 			wp->syncs_behind = false;
 			continue;
 		}
@@ -363,84 +314,90 @@ static void mm2_check_syncs(struct mirror_worker *w, struct mirror_wtopic **tt, 
 		if (wp->syncs_behind || now - wp->syncs_behind_since_ms < MIRROR_W_SYNCS_STALL_MS)
 			continue;
 		wp->syncs_behind = true;
-		mirror_worker_report_stall(w, t, pp[idx[j]], "offset-syncs behind the destination");
+		mirror_worker_report_stall(w, t, p, "offset-syncs behind the destination");
 		if (!w->syncs_warned) {
 			w->syncs_warned = true;
 			LOG_W("mirror_mm2_offset_syncs_behind", "mirror=%s topic=%s partition=%d source_hw=%lld "
 			      "synced_upstream=%lld destination_hw=%lld synced_downstream=%lld reason=\"the destination "
 			      "holds the records but MirrorMaker 2 emitted no offset-sync for them: acks and promotion "
 			      "stall; set offset.lag.max=0 on the MirrorMaker 2 flow (emit.offset-syncs.enabled=true)\"",
-			      w->name, t->topic, (int)pp[idx[j]], (long long)wp->src_hw, (long long)wp->mm2_up,
+			      w->name, t->topic, (int)p, (long long)wp->src_hw, (long long)wp->mm2_up,
 			      (long long)e->offset, (long long)wp->mm2_down);
 		}
 	}
+	pthread_mutex_unlock(&w->tmu);
 out:
 	if (l)
 		rd_kafka_topic_partition_list_destroy(l);
 	free(idx);
 }
 
-void mirror_poll_background(struct mirror_worker *w)
+/* Every tracked partition (tmu held). *refs is malloc'ed; 0 on ENOMEM. */
+static size_t all_partitions(struct mirror_worker *w, struct mirror_wref **refs)
 {
-	struct mirror_wtopic **tt;
-	int32_t *pp;
-	size_t n = all_partitions(w, &tt, &pp);
-	if (n) {
-		/* 1. source HW first ... */
-		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)n);
-		for (size_t i = 0; i < n; i++)
-			rd_kafka_topic_partition_list_add(l, tt[i]->topic, pp[i]);
-		rd_kafka_resp_err_t err = list_end_offsets(w->src, l, MIRROR_W_RPC_MS);
-		if (err)
-			LOG_W("mirror_source_offsets_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
-		for (size_t i = 0; i < n; i++)
-			tt[i]->parts[pp[i]].src_hw = !err && !l->elems[i].err ? l->elems[i].offset : -1;
-		rd_kafka_topic_partition_list_destroy(l);
-		/* 2. ... then destination progress, so lag = HW − progress never
-		 * undercounts (promotion safety). */
-		if (w->offsets == CONF_OFFSETS_MM2) {
-			mirror_mm2_poll(w, 0);
-			for (size_t i = 0; i < n; i++) {
-				struct mirror_wpart *wp = &tt[i]->parts[pp[i]];
-				int64_t prog = wp->mm2_up >= 0 ? wp->mm2_up + 1 : wp->src_hw == 0 ? 0 : -1;
-				if (prog >= 0)
-					mirror_worker_report(w, tt[i], pp[i], prog, wp->src_hw, -1, -1, NULL);
-			}
-			mm2_check_syncs(w, tt, pp, n);
-		} else {
-			dest_progress(w, tt, pp, n, true);
-		}
-	}
-	free(tt);
-	free(pp);
+	size_t n = 0, k = 0;
+	for (size_t i = 0; i < w->ntopics; i++)
+		n += w->topics[i].npart > 0 ? (size_t)w->topics[i].npart : 0;
+	*refs = calloc(n ? n : 1, sizeof(**refs));
+	if (!*refs)
+		return 0;
+	for (size_t i = 0; i < w->ntopics; i++)
+		for (int32_t p = 0; p < w->topics[i].npart && p < w->topics[i].npart_alloc; p++)
+			(*refs)[k++] = (struct mirror_wref){(uint32_t)i, p};
+	return k;
 }
 
-void mirror_poll_demanded(struct mirror_worker *w, int64_t now)
+void mirror_poll_background(struct mirror_worker *w)
 {
-	size_t n = 0;
-	for (size_t i = 0; i < w->ntopics; i++)
-		n += (size_t)w->topics[i].npart_alloc;
-	struct mirror_wtopic **tt = calloc(n ? n : 1, sizeof(*tt));
-	int32_t *pp = calloc(n ? n : 1, sizeof(*pp));
-	size_t k = 0;
-	if (!tt || !pp)
+	struct mirror_wref *refs;
+	pthread_mutex_lock(&w->tmu);
+	size_t n = all_partitions(w, &refs);
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
+	for (size_t i = 0; i < n; i++)
+		rd_kafka_topic_partition_list_add(l, w->topics[refs[i].topic].topic, refs[i].partition)->offset =
+			RD_KAFKA_OFFSET_END;
+	pthread_mutex_unlock(&w->tmu);
+	if (n == 0)
 		goto out;
-	for (size_t i = 0; i < w->ntopics; i++) {
-		struct mirror_wtopic *t = &w->topics[i];
-		for (int32_t p = 0; p < t->npart_alloc; p++) {
-			struct mirror_wpart *wp = &t->parts[p];
-			if (wp->until_ms < 0)
-				continue;
-			if (wp->until_ms < now || wp->need < wp->progress) {
-				wp->until_ms = wp->need = -1; /* expired or satisfied */
-				continue;
+	/* 1. source HW first ... (the table only grows on this thread: refs stay valid) */
+	rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(w->src, l, MIRROR_W_RPC_MS);
+	if (err)
+		LOG_W("mirror_source_offsets_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
+	/* 2. ... then destination progress, so lag = HW − progress never
+	 * undercounts (promotion safety): progress read from now on. */
+	pthread_mutex_lock(&w->tmu);
+	for (size_t i = 0; i < n; i++) {
+		if (i % BATCH == BATCH - 1) {
+			pthread_mutex_unlock(&w->tmu);
+			pthread_mutex_lock(&w->tmu);
+		}
+		struct mirror_wtopic *t = &w->topics[refs[i].topic];
+		int32_t p = refs[i].partition;
+		struct mirror_wpart *wp = &t->parts[p];
+		int64_t hw = !err && !l->elems[i].err ? l->elems[i].offset : -1;
+		wp->src_hw = hw;
+		if (hw < 0)
+			continue;
+		if (w->offsets == CONF_OFFSETS_MM2) {
+			int64_t prog = wp->mm2_up >= 0 ? wp->mm2_up + 1 : hw == 0 ? 0 : -1;
+			if (prog >= 0) {
+				wp->progress = prog;
+				mirror_worker_report(w, t, p, prog, hw, -1, -1, NULL);
 			}
-			tt[k] = t;
-			pp[k++] = p;
+		} else if (wp->progress < 0 || hw > wp->progress || wp->failing) {
+			wp->bg_hw = hw; /* the lane reads progress after this HW */
+			mirror_lane_enqueue(w, refs[i].topic, p);
+		} else {
+			/* lag zero: progress read before this HW was already past it, no
+			 * need to ask the destination. Reported every round all the same:
+			 * the gate forgets samples (a release), and lag must come back. */
+			mirror_worker_report(w, t, p, wp->progress, hw, -1, -1, NULL);
 		}
 	}
-	dest_progress(w, tt, pp, k, false);
+	pthread_mutex_unlock(&w->tmu);
+	if (w->offsets == CONF_OFFSETS_MM2)
+		mm2_check_syncs(w, refs, n);
 out:
-	free(tt);
-	free(pp);
+	rd_kafka_topic_partition_list_destroy(l);
+	free(refs);
 }

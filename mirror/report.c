@@ -8,6 +8,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "mirror/internal.h"
 
@@ -119,8 +120,18 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 		if (r->source_hw >= 0)
 			ps->sampled_hw = r->source_hw;
 		struct mirror_ref *top;
-		while ((top = mirror_heap_top(ps)) != NULL && top->offset < ps->progress)
+		int64_t released = 0;
+		while ((top = mirror_heap_top(ps)) != NULL && top->offset < ps->progress) {
 			mirror_ref_done(top, true, now);
+			released++;
+		}
+		if (released && r->read_us > 0) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			double d = ((double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3 - (double)r->read_us) / 1e6;
+			for (int64_t i = 0; i < released; i++)
+				metric_observe(l->m_release, d);
+		}
 		mirror_hw_progressed(g, t->topic, r->partition); /* held Fetch responses (issue 14) */
 	}
 	/* Fast feedback (KIP "Produce-ack precondition" 2): ISR < MinISR fails
@@ -135,8 +146,21 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 			mirror_part_fail(ref->w, ref->part, MIRROR_NOT_ENOUGH_REMOTE);
 		}
 	}
-	if (r->source_hw >= 0)
+	if (!t->reported) {
+		t->reported = true;
+		t->reported_next = g->reported;
+		g->reported = t;
+	}
+}
+
+void mirror_gate_reports_drained(struct mirror_gate *g)
+{
+	while (g->reported) {
+		struct mirror_tstate *t = g->reported;
+		g->reported = t->reported_next;
+		t->reported = false;
 		tstate_update_lag(t);
-	mirror_tstate_check_promotion(t);
+		mirror_tstate_check_promotion(t);
+	}
 }
 

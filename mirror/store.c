@@ -118,6 +118,13 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 
 void mirror_tstate_free(struct mirror_tstate *t)
 {
+	if (t->reported) { /* still listed for the end of the bridge batch */
+		struct mirror_tstate **pp = &t->link->gate->reported;
+		while (*pp && *pp != t)
+			pp = &(*pp)->reported_next;
+		if (*pp)
+			*pp = t->reported_next;
+	}
 	for (int32_t p = 0; p < t->nparts_alloc; p++) {
 		if (t->parts[p])
 			free(t->parts[p]->heap);

@@ -1,22 +1,32 @@
 /*
  * tail.c — `preserved` + `tail`: the destination handle is a consumer
  * assigned to every partition of the tracked destination topics at their
- * end (long-poll fetches: one returns as soon as new records are readable).
- * Each fetch response refreshes librdkafka's cached high watermark
- * (rd_kafka_get_watermark_offsets), which is reported as progress as soon as
- * it moves: lowest latency, at the cost of destination egress (the records
- * are fetched and dropped). Worker thread.
+ * end (long-poll fetches: one returns as soon as new records are readable,
+ * i.e. as soon as the high watermark passes them). Each fetch response
+ * refreshes librdkafka's cached high watermark
+ * (rd_kafka_get_watermark_offsets) before its records are handed out, so
+ * the partitions that delivered records are the ones whose HW moved: those
+ * are reported as records arrive, nothing else is looked at (lag of the
+ * others comes from the background round). Lowest latency, at the cost of
+ * destination egress (the records are fetched and dropped).
+ * The tail thread; w->tmu only around the table.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "mirror/worker.h"
 
-void mirror_tail_assign(struct mirror_worker *w)
+#define TAIL_POLL_MS 100  /* consumer poll: how soon a reassignment or stop is seen */
+#define TAIL_BATCH 1024   /* records taken per pass */
+
+static void tail_assign(struct mirror_worker *w)
 {
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new(16);
+	pthread_mutex_lock(&w->tmu);
 	for (size_t i = 0; i < w->ntopics; i++)
 		for (int32_t p = 0; p < w->topics[i].npart; p++)
 			rd_kafka_topic_partition_list_add(l, w->topics[i].dst, p)->offset = RD_KAFKA_OFFSET_END;
+	pthread_mutex_unlock(&w->tmu);
 	rd_kafka_resp_err_t err = rd_kafka_assign(w->dst, l);
 	if (err)
 		LOG_W("mirror_tail_assign_failed", "mirror=%s reason=\"%s\"", w->name, rd_kafka_err2name(err));
@@ -25,28 +35,66 @@ void mirror_tail_assign(struct mirror_worker *w)
 	rd_kafka_topic_partition_list_destroy(l);
 }
 
-void mirror_tail_poll(struct mirror_worker *w, int timeout_ms)
+/* Report the cached HW of the partitions that delivered records (tmu held). */
+static void tail_report(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n)
 {
-	for (int i = 0; i < 10000; i++) {
-		rd_kafka_message_t *m = rd_kafka_consumer_poll(w->dst, i == 0 ? timeout_ms : 0);
-		if (!m)
-			break;
-		if (m->err && m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-			LOG_D("mirror_tail_error", "mirror=%s reason=\"%s\"", w->name, rd_kafka_err2name(m->err));
-		rd_kafka_message_destroy(m);
-	}
-	for (size_t i = 0; i < w->ntopics; i++) {
-		struct mirror_wtopic *t = &w->topics[i];
-		for (int32_t p = 0; p < t->npart && p < t->npart_alloc; p++) {
-			int64_t lo, hi;
-			if (rd_kafka_get_watermark_offsets(w->dst, t->dst, p, &lo, &hi) || hi < 0)
+	struct mirror_wtopic *t = NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *dst = rd_kafka_topic_name(ms[i]->rkt);
+		int32_t p = ms[i]->partition;
+		if (i > 0 && ms[i - 1]->rkt == ms[i]->rkt && ms[i - 1]->partition == p)
+			continue; /* same partition as the record before */
+		if (!t || strcmp(t->dst, dst) != 0) {
+			t = NULL;
+			for (size_t k = 0; k < w->ntopics && !t; k++)
+				if (strcmp(w->topics[k].dst, dst) == 0)
+					t = &w->topics[k];
+			if (!t)
 				continue;
-			struct mirror_wpart *wp = &t->parts[p];
-			if (hi != wp->tail_hw) {
-				wp->tail_hw = hi;
+		}
+		int64_t lo, hi;
+		if (p < 0 || p >= t->npart_alloc || rd_kafka_get_watermark_offsets(w->dst, dst, p, &lo, &hi) || hi < 0)
+			continue;
+		struct mirror_wpart *wp = &t->parts[p];
+		if (hi != wp->tail_hw) {
+			wp->tail_hw = hi;
+			if (hi > wp->progress)
 				wp->progress = hi;
-				mirror_worker_report(w, t, p, hi, -1, -1, -1, NULL);
-			}
+			mirror_worker_report(w, t, p, hi, -1, -1, -1, NULL);
 		}
 	}
+}
+
+void *mirror_tail_main(void *arg)
+{
+	struct mirror_worker *w = arg;
+	rd_kafka_message_t *ms[TAIL_BATCH];
+	pthread_mutex_lock(&w->tmu);
+	while (!w->halt) {
+		bool reassign = w->reassign;
+		w->reassign = false;
+		pthread_mutex_unlock(&w->tmu);
+		if (reassign)
+			tail_assign(w);
+		size_t n = 0;
+		while (n < TAIL_BATCH) {
+			rd_kafka_message_t *m = rd_kafka_consumer_poll(w->dst, n == 0 ? TAIL_POLL_MS : 0);
+			if (!m)
+				break;
+			if (m->err) {
+				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+					LOG_D("mirror_tail_error", "mirror=%s reason=\"%s\"", w->name,
+					      rd_kafka_err2name(m->err));
+				rd_kafka_message_destroy(m);
+				continue;
+			}
+			ms[n++] = m;
+		}
+		pthread_mutex_lock(&w->tmu);
+		tail_report(w, ms, n);
+		for (size_t i = 0; i < n; i++)
+			rd_kafka_message_destroy(ms[i]);
+	}
+	pthread_mutex_unlock(&w->tmu);
+	return NULL;
 }

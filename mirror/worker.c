@@ -1,8 +1,10 @@
 /*
- * worker.c — one thread per mirror that gathers destination progress reports
- * through librdkafka (blocking calls live here, never on the event loop).
+ * worker.c — a mirror's progress worker: its threads (see worker.h), their
+ * start and stop, and the demands of the loop. Blocking librdkafka calls live
+ * in these threads, never on the event loop.
  *
- * Handles (all created and destroyed on the worker thread):
+ * Handles (created by the main thread before it starts the others,
+ * destroyed after all ended):
  *   dst   consumer handle on the destination: Metadata (ISR), DescribeConfigs
  *         (min.insync.replicas), ListOffsets(END) via offsets_for_times, and
  *         in `tail` mode the consumer assigned to the gated partitions.
@@ -12,9 +14,10 @@
  * All use isolation.level=read_uncommitted: the high watermark, not the LSO.
  *
  * Schedule: topics every 5 s (sooner when a demanded topic is unknown), ISR
- * and MinISR every 3 s, source HW + progress of every partition every 1 s
- * (lag, promotion), and demanded partitions at once then every
- * poll_interval_ms (`poll`), or continuously (`tail`, `mm2`).
+ * and MinISR every 3 s (isr thread), a background round every 1 s (source
+ * HW of every partition; destination progress of those whose HW is ahead),
+ * and demanded partitions at once and back to back while pending (`poll`,
+ * lane.c), or as records arrive (`tail`, `mm2`).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,7 +37,7 @@ static void wtopic_free(struct mirror_wtopic *t)
 	free(t->dst);
 }
 
-/* Take the demands queued by the loop. */
+/* Take the demands for topics the table did not know (main thread). */
 static void take_demands(struct mirror_worker *w)
 {
 	pthread_mutex_lock(&w->mu);
@@ -43,6 +46,7 @@ static void take_demands(struct mirror_worker *w)
 	w->dq = NULL;
 	w->ndq = w->capdq = 0;
 	pthread_mutex_unlock(&w->mu);
+	pthread_mutex_lock(&w->tmu);
 	for (size_t i = 0; i < n; i++) {
 		struct mirror_wtopic *t = mirror_worker_topic(w, dq[i].topic, false);
 		if (!t) {
@@ -55,9 +59,12 @@ static void take_demands(struct mirror_worker *w)
 				p->need = dq[i].need;
 			if (dq[i].until_ms > p->until_ms)
 				p->until_ms = dq[i].until_ms;
+			if (w->offsets == CONF_OFFSETS_PRESERVED && w->progress == CONF_PROGRESS_POLL)
+				mirror_lane_enqueue(w, (uint32_t)(t - w->topics), dq[i].partition);
 		}
 		free(dq[i].topic);
 	}
+	pthread_mutex_unlock(&w->tmu);
 	free(dq);
 }
 
@@ -97,17 +104,6 @@ static void wait_until(struct mirror_worker *w, int64_t until_ms)
 	pthread_mutex_unlock(&w->mu);
 }
 
-static bool any_demand(struct mirror_worker *w, int64_t now)
-{
-	for (size_t i = 0; i < w->ntopics; i++) {
-		struct mirror_wtopic *t = &w->topics[i];
-		for (int32_t p = 0; p < t->npart_alloc; p++)
-			if (t->parts[p].until_ms >= now && t->parts[p].need >= t->parts[p].progress)
-				return true;
-	}
-	return false;
-}
-
 static void *worker_main(void *arg)
 {
 	struct mirror_worker *w = arg;
@@ -135,7 +131,16 @@ static void *worker_main(void *arg)
 	LOG_I("mirror_worker_started", "mirror=%s offsets=%s progress=%s", w->name,
 	      w->offsets == CONF_OFFSETS_MM2 ? "mm2" : "preserved",
 	      w->progress == CONF_PROGRESS_TAIL ? "tail" : "poll");
-	int64_t next_topics = 0, next_isr = 0, next_lag = 0, next_demand = 0;
+	w->isr_started = pthread_create(&w->isr_th, NULL, mirror_isr_main, w) == 0;
+	if (w->offsets == CONF_OFFSETS_MM2)
+		w->tail_started = pthread_create(&w->tail_th, NULL, mirror_mm2_main, w) == 0;
+	else if (w->progress == CONF_PROGRESS_TAIL)
+		w->tail_started = pthread_create(&w->tail_th, NULL, mirror_tail_main, w) == 0;
+	if (!w->isr_started)
+		LOG_E("mirror_thread_failed", "mirror=%s thread=isr", w->name);
+	if (!w->tail_started && (w->offsets == CONF_OFFSETS_MM2 || w->progress == CONF_PROGRESS_TAIL))
+		LOG_E("mirror_thread_failed", "mirror=%s thread=tail", w->name);
+	int64_t next_topics = 0, next_lag = 0;
 	while (!stopping(w)) {
 		take_demands(w);
 		int64_t now = now_ms();
@@ -144,42 +149,21 @@ static void *worker_main(void *arg)
 			w->list_now = false;
 			next_topics = now_ms() + MIRROR_W_TOPICS_MS;
 		}
-		if (w->reassign) {
-			w->reassign = false;
-			if (w->offsets == CONF_OFFSETS_MM2)
-				mirror_mm2_assign(w);
-			else if (w->progress == CONF_PROGRESS_TAIL)
-				mirror_tail_assign(w);
-		}
-		if (now >= next_isr) {
-			mirror_refresh_isr(w);
-			next_isr = now_ms() + MIRROR_W_ISR_MS;
-		}
 		if (now >= next_lag) {
 			mirror_poll_background(w);
 			next_lag = now_ms() + MIRROR_W_LAG_MS;
 		}
-		take_demands(w);
-		now = now_ms();
-		int64_t wake = next_topics < next_isr ? next_topics : next_isr;
-		if (next_lag < wake)
-			wake = next_lag;
-		if (w->offsets == CONF_OFFSETS_MM2) {
-			mirror_mm2_poll(w, 10);
-		} else if (w->progress == CONF_PROGRESS_TAIL) {
-			mirror_tail_poll(w, 10);
-		} else {
-			if (any_demand(w, now)) {
-				if (now >= next_demand) {
-					mirror_poll_demanded(w, now);
-					next_demand = now + w->poll_ms;
-				}
-				if (next_demand < wake)
-					wake = next_demand;
-			}
-			wait_until(w, wake);
-		}
+		wait_until(w, next_topics < next_lag ? next_topics : next_lag);
 	}
+	pthread_mutex_lock(&w->tmu);
+	w->halt = true;
+	pthread_cond_signal(&w->isr_cv);
+	pthread_mutex_unlock(&w->tmu);
+	if (w->isr_started)
+		pthread_join(w->isr_th, NULL);
+	if (w->tail_started)
+		pthread_join(w->tail_th, NULL);
+	mirror_lanes_join(w);
 	LOG_I("mirror_worker_stopped", "mirror=%s", w->name);
 	return NULL;
 }
@@ -279,8 +263,9 @@ rd_kafka_conf_t *mirror_dest_conf(const struct conf_mirror *cm)
 		/* Fetch responses are the progress signal. A consumer fetch at
 		 * the end returns as soon as the high watermark lets new
 		 * records through, so a long poll costs no latency — and an
-		 * idle destination is not asked 200 times a second. */
-		rc |= set_prop(c, cm->name, "fetch.wait.max.ms", "100", false);
+		 * idle destination is asked twice a second (librdkafka 2.0.2
+		 * has no fetch sessions: each Fetch names every partition). */
+		rc |= set_prop(c, cm->name, "fetch.wait.max.ms", "500", false);
 		rc |= set_prop(c, cm->name, "fetch.error.backoff.ms", "50", false);
 	}
 	for (size_t i = 0; i < cm->nprops && !rc; i++) /* mirror properties win */
@@ -309,6 +294,8 @@ static void worker_free(struct mirror_worker *w)
 	free(w->mm2_topic);
 	pthread_mutex_destroy(&w->mu);
 	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->tmu);
+	pthread_cond_destroy(&w->isr_cv);
 	free(w);
 }
 
@@ -323,7 +310,9 @@ struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct 
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->cv, &ca);
+	pthread_cond_init(&w->isr_cv, &ca);
 	pthread_condattr_destroy(&ca);
+	pthread_mutex_init(&w->tmu, NULL);
 	w->link_id = link_id;
 	w->mm2_nparts = -1;
 	w->bridge = b;
@@ -360,7 +349,7 @@ void mirror_worker_stop(struct mirror_worker *w)
 	w->stop = true;
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
-	pthread_join(w->th, NULL);
+	pthread_join(w->th, NULL); /* it ends the other threads */
 	for (size_t i = 0; i < w->ntopics; i++)
 		wtopic_free(&w->topics[i]);
 	free(w->topics);
@@ -381,6 +370,21 @@ void mirror_worker_stop(struct mirror_worker *w)
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
 			  int64_t need, int64_t until_ms)
 {
+	/* A known partition goes straight to its leader's lane. */
+	pthread_mutex_lock(&w->tmu);
+	struct mirror_wtopic *kt = mirror_worker_topic(w, topic, false);
+	if (kt && partition >= 0 && partition < kt->npart_alloc) {
+		struct mirror_wpart *wp = &kt->parts[partition];
+		if (need > wp->need)
+			wp->need = need;
+		if (until_ms > wp->until_ms)
+			wp->until_ms = until_ms;
+		if (w->offsets == CONF_OFFSETS_PRESERVED && w->progress == CONF_PROGRESS_POLL)
+			mirror_lane_enqueue(w, (uint32_t)(kt - w->topics), partition);
+		pthread_mutex_unlock(&w->tmu);
+		return;
+	}
+	pthread_mutex_unlock(&w->tmu);
 	char *t = strdup(topic);
 	if (!t)
 		return;

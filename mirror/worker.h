@@ -1,10 +1,25 @@
 /*
  * mirror/worker.h — the per-mirror progress worker (mirror/ internal).
  *
- * One thread per mirror owns every librdkafka handle of that mirror and only
- * ever talks to the loop through the bridge (reports) and the demand queue
- * (under `mu`). Everything below "thread only" is touched by that thread
- * alone.
+ * Each mirror runs a few threads, so that no kind of request waits behind
+ * another and one slow destination broker delays only its own partitions:
+ *   main   (worker.c)   source topic listing, background lag rounds (source
+ *                       HW, then destination progress through the lanes),
+ *                       demands for topics not in the table yet;
+ *   isr    (progress.c) destination ISR + leaders (Metadata) and
+ *                       min.insync.replicas (DescribeConfigs, asynchronous);
+ *   lanes  (lane.c)     one per destination leader: ListOffsets(END) of that
+ *                       leader's demanded partitions, back to back while any
+ *                       is pending, and of the background round's;
+ *   tail   (tail.c / mm2.c) `tail`: the destination consumer; `mm2`: the
+ *                       offset-syncs consumer — long polls, reported as
+ *                       records arrive.
+ * The table (topics, partitions, lanes) is shared under `tmu`, never held
+ * across a blocking librdkafka call; the loop routes a demand straight to its
+ * leader's lane under `tmu` (mirror_worker_demand). `mu` guards `stop` and
+ * the queue of demands for topics the table does not know yet; the two are
+ * never held together. Reports are posted under tmu so that they reach the
+ * loop in the order their values were read.
  */
 #ifndef SYNCGATE_MIRROR_WORKER_H
 #define SYNCGATE_MIRROR_WORKER_H
@@ -16,14 +31,20 @@
 
 #define MIRROR_W_TOPICS_MS 5000   /* source topic listing */
 #define MIRROR_W_ISR_MS 3000      /* destination ISR + min.insync.replicas */
-#define MIRROR_W_LAG_MS 1000      /* background source HW + progress, all partitions */
-/* One thread serves a mirror, so a blocking call on an unresponsive
- * destination broker delays every partition: timeouts stay short. */
-#define MIRROR_W_RPC_MS 2000      /* timeout of one blocking librdkafka call (Metadata, configs) */
-#define MIRROR_W_LIST_MS 1000     /* ListOffsets(END) of one destination leader's partitions */
-#define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout for a leader that just timed out */
+#define MIRROR_W_LAG_MS 1000      /* background source HW + progress of partitions with lag */
+/* No release waits behind the main or isr thread's calls, and a lane's only
+ * behind its own leader's: timeouts are as long as a large cluster on a busy
+ * machine needs (10,000-partition Metadata or ListOffsets take seconds on a
+ * saturated 2-core machine), bounded by how long mirror_worker_stop() may
+ * wait for a call in flight. */
+#define MIRROR_W_RPC_MS 5000      /* timeout of one blocking librdkafka call (Metadata, configs, source HW) */
+#define MIRROR_W_LIST_MS 2000     /* ListOffsets(END) of one destination leader's partitions */
+#define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout of a lane whose leader just timed out (a moved
+				   * leader's partitions go to their new lane within it) */
 #define MIRROR_W_SLOW_MS 10000    /* how long a leader stays suspect after a timeout */
 #define MIRROR_W_SYNCS_STALL_MS 3000 /* mm2: destination ahead of the offset-syncs this long → stalled */
+#define MIRROR_W_BG_CHUNK 2000    /* background partitions per lane request (beside the demanded) */
+#define MIRROR_W_MAX_LANES 64     /* lanes per mirror; leaders beyond share lane 0 (unknown leader) */
 
 struct mirror_wdemand {
 	char *topic;
@@ -31,39 +52,71 @@ struct mirror_wdemand {
 	int64_t need, until_ms;
 };
 
-/* Per (topic, partition), thread only. */
+/* Per (topic, partition); under w->tmu. */
 struct mirror_wpart {
 	int64_t src_hw;      /* last source HW sample */
-	int64_t progress;    /* last progress sent */
+	int64_t progress;    /* last progress read */
 	int32_t isr, min_isr;
 	int64_t need, until_ms; /* demand: prompt progress while progress <= need */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
 	int64_t mm2_down;    /* mm2: its downstream offset, -1 */
 	int64_t syncs_behind_since_ms; /* mm2: destination ahead of the offset-syncs since, -1 */
 	bool syncs_behind;   /* mm2: reported as stalled on offset-syncs */
+	int64_t bg_hw;       /* background: source HW sampled before this partition was queued, -1 */
 	int64_t tail_hw;     /* tail: last cached destination HW reported */
 	int32_t leader;      /* destination leader (Metadata), -1 unknown */
 	bool failing;        /* last attempt reported an error */
+	bool queued;         /* in a lane's queue */
 };
 
-/* Per source topic that the mirror desires SYNC (or that was demanded). */
+/* Per source topic that the mirror desires SYNC (or that was demanded).
+ * Entries are only appended (index and strings stable while the worker runs). */
 struct mirror_wtopic {
 	char *topic;         /* source name */
 	char *dst;           /* destination name (topic_name pattern) */
 	int32_t npart;       /* source partition count, -1 unknown */
 	struct mirror_wpart *parts; /* npart_alloc entries */
 	int32_t npart_alloc;
+	int32_t min_isr;     /* destination min.insync.replicas, -1 unknown */
 	rd_kafka_topic_t *dst_rkt; /* keeps the destination topic "locally known" for metadata */
 	bool seen;           /* in the last source listing */
 };
 
-struct mirror_worker {
+/* (topic index, partition) queued on a lane. */
+struct mirror_wref {
+	uint32_t topic;
+	int32_t partition;
+};
+
+/* One destination leader's ListOffsets sender (lane.c); under w->tmu. */
+struct mirror_lane {
+	struct mirror_worker *w;
+	int32_t leader;          /* destination broker id, -1: leader unknown */
 	pthread_t th;
+	pthread_cond_t cv;       /* work queued, or stop */
+	struct mirror_wref *q;   /* partitions to ask next */
+	size_t nq, capq;
+	int64_t slow_until_ms;   /* timed out lately: short timeout until then */
+	int64_t retry_ms;        /* after a failed request: not before */
+	uint64_t requests;       /* sent (LOG_D on stop) */
+	struct metric *m_demand, *m_background; /* syncgate_mirror_progress_requests_total */
+};
+struct mirror_worker {
+	pthread_t th;                    /* main */
+	pthread_t isr_th, tail_th;
+	bool isr_started, tail_started;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;               /* main: a demand for an unknown topic, or stop */
 	bool stop;                       /* under mu */
-	struct mirror_wdemand *dq;       /* under mu: demands not yet taken */
+	struct mirror_wdemand *dq;       /* under mu: demands for topics not in the table */
 	size_t ndq, capdq;
+
+	pthread_mutex_t tmu;             /* the table below, lanes, `halt` */
+	pthread_cond_t isr_cv;           /* isr thread: stop, or isr_now */
+	bool halt;                       /* under tmu: threads other than main end */
+	bool isr_now;                    /* under tmu: the topic set changed, refresh ISR now */
+	struct mirror_lane *lanes[MIRROR_W_MAX_LANES]; /* under tmu; [0] leader unknown */
+	size_t nlanes;
 
 	/* immutable after start */
 	char *name;
@@ -80,22 +133,22 @@ struct mirror_worker {
 	rd_kafka_conf_t *src_conf;
 	rd_kafka_conf_t *mm2_conf;
 
-	/* thread only */
+	/* created by main before the other threads start, destroyed after they end */
 	rd_kafka_t *dst, *src, *mm2c;
+	/* under tmu */
 	struct mirror_wtopic *topics;
 	size_t ntopics, captopics;
-	int64_t describe_after_ms;       /* DescribeConfigs backoff after a failure */
 	int32_t mm2_nparts;              /* partitions of the offset-syncs topic, -1 unknown */
-	struct mirror_slow_leader {      /* destination leaders whose ListOffsets timed out */
-		int32_t id;
-		int64_t until_ms;        /* queried last, with a short timeout, until then */
-	} slow[8];
 	bool reassign;                   /* tail/mm2: topic set changed */
-	bool list_now;                   /* a demanded topic is unknown: list soon */
 	bool syncs_warned;               /* mm2: the offset.lag.max warning was logged */
+	/* isr thread only */
+	int64_t describe_after_ms;       /* DescribeConfigs: next request not before */
+	rd_kafka_queue_t *cfgq;          /* DescribeConfigs answers, NULL when none in flight */
+	/* main thread only */
+	bool list_now;                   /* a demanded topic is unknown: list soon */
 };
 
-/* wtopic.c: the worker's topic table; reports to the loop (bridge) */
+/* wtopic.c: the worker's topic table (w->tmu held); reports to the loop (bridge) */
 void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error);
@@ -103,22 +156,32 @@ void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t
  * no longer does); shown by describe, counted in a metric. */
 void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
 				const char *stall);
+/* The topic entry (created, with its destination rkt, when `create`). Creation
+ * needs w->dst: main thread only. */
 struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *topic, bool create);
 struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p);
 
-/* progress.c: ListOffsets(END) through offsets_for_times */
-void mirror_poll_demanded(struct mirror_worker *w, int64_t now);
+/* lane.c: per destination leader ListOffsets(END) senders (w->tmu held). */
+/* Queue partition p of topic index ti on its leader's lane (started on first
+ * use) unless it is queued already; wakes the lane. */
+void mirror_lane_enqueue(struct mirror_worker *w, uint32_t ti, int32_t p);
+/* End every lane thread (w->halt set, tmu NOT held) and free them. */
+void mirror_lanes_join(struct mirror_worker *w);
+
+/* progress.c (main thread unless said) */
+/* The background round: source HW of every partition, then destination
+ * progress of those with lag (lanes); reports (progress, HW) of every one. */
 void mirror_poll_background(struct mirror_worker *w);
-void mirror_refresh_isr(struct mirror_worker *w);
+/* Source topic listing: tracks the topics sync_topics matches, sizes them. */
 void mirror_refresh_topics(struct mirror_worker *w);
+/* The isr thread's body. */
+void *mirror_isr_main(void *arg);
 
-/* tail.c */
-void mirror_tail_assign(struct mirror_worker *w);
-void mirror_tail_poll(struct mirror_worker *w, int timeout_ms);
+/* tail.c: the `tail` thread's body. */
+void *mirror_tail_main(void *arg);
 
-/* mm2.c */
-void mirror_mm2_assign(struct mirror_worker *w);
-void mirror_mm2_poll(struct mirror_worker *w, int timeout_ms);
+/* mm2.c: the `mm2` offset-syncs thread's body. */
+void *mirror_mm2_main(void *arg);
 /* Parse one offset-syncs record; 0 on success. Any thread (pure). */
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);

@@ -1,10 +1,11 @@
 /*
  * wtopic.c — a mirror worker's table of source topics and partitions, and
  * how its progress sources (progress.c, tail.c, mm2.c) report to the loop.
- * Worker thread only (each worker owns its table).
+ * Any of the worker's threads, w->tmu held (each worker owns its table).
  */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mirror/worker.h"
 
@@ -12,9 +13,12 @@ void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error)
 {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	struct mirror_report r = {
 		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
 		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
+		.read_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
 	};
 	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
 		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
@@ -45,7 +49,8 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 		if (!a)
 			return NULL;
 		for (int32_t i = t->npart_alloc; i < n; i++)
-			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .isr = -1, .min_isr = -1,
+			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .bg_hw = -1,
+						     .isr = -1, .min_isr = -1,
 						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
 						     .syncs_behind_since_ms = -1, .tail_hw = -1,
 						     .leader = -1};
@@ -73,6 +78,7 @@ struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *t
 	struct mirror_wtopic *t = &w->topics[w->ntopics];
 	memset(t, 0, sizeof(*t));
 	t->npart = -1;
+	t->min_isr = -1;
 	t->topic = strdup(topic);
 	t->dst = mirror_destination_topic(w->topic_name, topic);
 	if (!t->topic || !t->dst) {

@@ -13,11 +13,14 @@
  *        --topic T --partitions P --size BYTES --acks 1|all --inflight N
  *        --rate MSGS_PER_S --count N_PER_SEGMENT --rounds R --warmup N
  *        [--src-tail BOOTSTRAP] [--dst-tail BOOTSTRAP]   (gate split, partition 0 only)
+ *        [--sync-tail BOOTSTRAP,OFFSET_SYNCS_TOPIC]      (mm2: when its offset-sync is readable)
  *        --out FILE
  *
  * Output FILE, one line per record:
- *   target round partition offset send_ns ack_ns src_seen_ns dst_seen_ns
- * (ns from System.nanoTime, one clock; *_seen_ns = -1 without a tail). A
+ *   target round partition offset send_ns ack_ns src_seen_ns dst_seen_ns sync_seen_ns
+ * (ns from System.nanoTime, one clock; *_seen_ns = -1 without a tail;
+ * sync_seen_ns: the first MirrorMaker 2 offset-sync of partition 0 with
+ * upstream offset ≥ the record's was read from the source). A
  * tail is a KafkaConsumer at the end of partition 0 of the topic on that
  * cluster; it sees a record when the cluster's high watermark passes it
  * (read_uncommitted, fetch.max.wait.ms 500 long-poll wakes on HW advance).
@@ -69,9 +72,55 @@ public class SgProbe {
         }
     }
 
+    /** Offset-syncs of (topic, partition 0): upstream offset → first seen, from the end. */
+    static final class SyncTail implements Runnable {
+        final KafkaConsumer<byte[], byte[]> c;
+        final String topic;
+        final ConcurrentSkipListMap<Long, Long> seen = new ConcurrentSkipListMap<>();
+        volatile boolean stop;
+        SyncTail(String bootstrap, String syncTopic, String topic) {
+            this.topic = topic;
+            Properties p = new Properties();
+            p.put("bootstrap.servers", bootstrap);
+            p.put("group.id", "sgprobe-" + UUID.randomUUID());
+            p.put("enable.auto.commit", "false");
+            p.put("fetch.max.wait.ms", "500");
+            p.put("fetch.min.bytes", "1");
+            c = new KafkaConsumer<>(p, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+            List<TopicPartition> tps = new ArrayList<>();
+            for (org.apache.kafka.common.PartitionInfo pi : c.partitionsFor(syncTopic))
+                tps.add(new TopicPartition(syncTopic, pi.partition()));
+            c.assign(tps);
+            c.seekToEnd(tps);
+            for (TopicPartition tp : tps) c.position(tp);
+        }
+        public void run() {
+            while (!stop) {
+                ConsumerRecords<byte[], byte[]> rs = c.poll(Duration.ofMillis(100));
+                long now = System.nanoTime();
+                for (ConsumerRecord<byte[], byte[]> r : rs) {
+                    java.nio.ByteBuffer k = java.nio.ByteBuffer.wrap(r.key()), v = java.nio.ByteBuffer.wrap(r.value());
+                    byte[] t = new byte[k.getShort()];
+                    k.get(t);
+                    if (!new String(t, java.nio.charset.StandardCharsets.UTF_8).equals(topic) || k.getInt() != 0)
+                        continue;
+                    seen.putIfAbsent(v.getLong(), now);
+                }
+            }
+            c.close();
+        }
+        /** When the first sync with upstream ≥ offset was seen, -1 if none. */
+        long seenFor(long offset) {
+            long best = -1;
+            for (Map.Entry<Long, Long> e : seen.tailMap(offset, true).entrySet())
+                if (best < 0 || e.getValue() < best) best = e.getValue();
+            return best;
+        }
+    }
+
     public static void main(String[] a) throws Exception {
         LinkedHashMap<String, String[]> targets = new LinkedHashMap<>();
-        String topic = null, acks = "all", out = null, srcTail = null, dstTail = null;
+        String topic = null, acks = "all", out = null, srcTail = null, dstTail = null, syncTail = null;
         int partitions = 1, size = 100, inflight = 5, count = 1000, rounds = 3, warmup = 300;
         double rate = 500;
         for (int i = 0; i < a.length; i++) {
@@ -92,6 +141,7 @@ public class SgProbe {
                 case "--warmup": warmup = Integer.parseInt(a[++i]); break;
                 case "--src-tail": srcTail = a[++i]; break;
                 case "--dst-tail": dstTail = a[++i]; break;
+                case "--sync-tail": syncTail = a[++i]; break;
                 case "--out": out = a[++i]; break;
                 default: throw new IllegalArgumentException("unknown option " + a[i]);
             }
@@ -114,6 +164,8 @@ public class SgProbe {
         Tail dt = dstTail != null ? new Tail(dstTail, topic) : null;
         for (Tail t : new Tail[] {st, dt})
             if (t != null) { Thread th = new Thread(t); th.setDaemon(true); th.start(); }
+        SyncTail yt = syncTail != null ? new SyncTail(syncTail.split(",", 2)[0], syncTail.split(",", 2)[1], topic) : null;
+        if (yt != null) { Thread th = new Thread(yt); th.setDaemon(true); th.start(); }
 
         List<Rec> all = Collections.synchronizedList(new ArrayList<>());
         AtomicLong errors = new AtomicLong();
@@ -161,17 +213,19 @@ public class SgProbe {
                 done.await(300, TimeUnit.SECONDS);
             }
         }
-        if (st != null || dt != null) Thread.sleep(300); // late tail arrivals
+        if (st != null || dt != null || yt != null) Thread.sleep(300); // late tail arrivals
         for (KafkaProducer<byte[], byte[]> p : prods.values()) p.close();
         if (st != null) st.stop = true;
         if (dt != null) dt.stop = true;
+        if (yt != null) yt.stop = true;
         try (PrintWriter w = new PrintWriter(new BufferedWriter(new FileWriter(out)))) {
             synchronized (all) {
                 for (Rec r : all) {
                     long s = st != null && r.partition == 0 ? st.seen.getOrDefault(r.offset, -1L) : -1;
                     long d = dt != null && r.partition == 0 ? dt.seen.getOrDefault(r.offset, -1L) : -1;
+                    long y = yt != null && r.partition == 0 && r.offset >= 0 ? yt.seenFor(r.offset) : -1;
                     w.println(r.target + " " + r.round + " " + r.partition + " " + r.offset + " "
-                              + r.send + " " + r.ack + " " + s + " " + d);
+                              + r.send + " " + r.ack + " " + s + " " + d + " " + y);
                 }
             }
         }

@@ -27,17 +27,22 @@ static struct conf_mirror mir;
 static char *sync_topics[] = {"orders"};
 static char src_host[64];
 
-static rd_kafka_t *mock_handle(rd_kafka_mock_cluster_t **mc)
+static rd_kafka_t *mock_handle_n(rd_kafka_mock_cluster_t **mc, int brokers)
 {
 	char errstr[256];
 	rd_kafka_conf_t *c = rd_kafka_conf_new();
 	rd_kafka_conf_set(c, "log_level", "3", NULL, 0);
 	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
 	cr_assert_not_null(rk, "%s", errstr);
-	*mc = rd_kafka_mock_cluster_new(rk, 1);
+	*mc = rd_kafka_mock_cluster_new(rk, brokers);
 	cr_assert_not_null(*mc);
 	cr_assert_eq(rd_kafka_mock_topic_create(*mc, "orders", 2, 1), 0);
 	return rk;
+}
+
+static rd_kafka_t *mock_handle(rd_kafka_mock_cluster_t **mc)
+{
+	return mock_handle_n(mc, 1);
 }
 
 static void produce(rd_kafka_mock_cluster_t *mc, int32_t partition, int n)
@@ -51,14 +56,17 @@ static void produce(rd_kafka_mock_cluster_t *mc, int32_t partition, int n)
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(rd_kafka_producev(p, RD_KAFKA_V_TOPIC("orders"), RD_KAFKA_V_PARTITION(partition),
 					       RD_KAFKA_V_VALUE("x", 1), RD_KAFKA_V_END), 0);
-	cr_assert_eq(rd_kafka_flush(p, 10000), 0);
+	cr_assert_eq(rd_kafka_flush(p, 30000), 0);
 	rd_kafka_destroy(p);
 }
 
-static void start(enum conf_progress mode)
+/* dst_brokers > 1: destination partition p led by broker p + 1 */
+static void start_ex(enum conf_progress mode, int dst_brokers)
 {
 	mk_src = mock_handle(&mc_src);
-	mk_dst = mock_handle(&mc_dst);
+	mk_dst = mock_handle_n(&mc_dst, dst_brokers);
+	for (int32_t p = 0; dst_brokers > 1 && p < 2; p++)
+		cr_assert_eq(rd_kafka_mock_partition_set_leader(mc_dst, "orders", p, p + 1), 0);
 	const char *bs = rd_kafka_mock_cluster_bootstraps(mc_src);
 	const char *colon = strrchr(bs, ':');
 	snprintf(src_host, sizeof(src_host), "%.*s", (int)(colon - bs), bs);
@@ -79,6 +87,11 @@ static void start(enum conf_progress mode)
 	base = event_base_new();
 	g = mirror_gate_new(base, &cfg);
 	cr_assert_not_null(g);
+}
+
+static void start(enum conf_progress mode)
+{
+	start_ex(mode, 1);
 }
 
 static void stop(void)
@@ -117,8 +130,13 @@ static void promoted_then_gated_release(void)
 		run_ms(50);
 	cr_assert(mirror_gate_is_gated(g, "orders"), "promoted at lag zero");
 	struct mirror_partition_info pi;
-	cr_assert_eq(mirror_gate_partition_info(g, "mock-dr", "orders", 0, &pi), 0);
-	cr_assert_eq(pi.progress, 10);
+	/* (a round before the records were produced may promote at 0 = 0; progress
+	 * and ISR — its own thread — follow) */
+	end = mirror_now_ms() + 10000;
+	while (mirror_gate_partition_info(g, "mock-dr", "orders", 0, &pi) == 0 && (pi.isr < 0 || pi.progress < 10) &&
+	       mirror_now_ms() < end)
+		run_ms(50);
+	cr_assert_eq(pi.progress, 10, "progress %lld", (long long)pi.progress);
 	cr_assert_eq(pi.isr, 1, "ISR from destination Metadata");
 
 	/* The source takes 5 more records; the destination does not yet. */
@@ -200,4 +218,172 @@ Test(mirror_worker, mm2_offset_sync_record_format)
 	cr_assert_neq(mirror_mm2_parse(key, sizeof(key) - 1, val, sizeof(val), topic, sizeof(topic), &part, &up, &down), 0);
 	cr_assert_neq(mirror_mm2_parse(key, sizeof(key), val, 8, topic, sizeof(topic), &part, &up, &down), 0);
 	cr_assert_neq(mirror_mm2_parse(key, sizeof(key), val, sizeof(val), topic, 4, &part, &up, &down), 0);
+}
+
+/* ---- poll scheduling (lane.c): demand-driven, back to back, idle = nothing ---- */
+
+/* ListOffsets requests the mirror's lanes sent, of `kind`, over every lane. */
+static double lane_requests(const char *kind)
+{
+	double n = 0;
+	for (int b = -1; b <= 2; b++) {
+		char labels[200];
+		snprintf(labels, sizeof(labels), "mirror=\"mock-dr\",broker=\"%d\",kind=\"%s\"", b, kind);
+		n += metric_value(metric_get(METRIC_COUNTER, "syncgate_mirror_progress_requests_total", "",
+					     labels, NULL, 0));
+	}
+	return n;
+}
+
+struct outrec {
+	int calls;
+	enum mirror_outcome outcome;
+};
+static void on_out(void *arg, struct mirror_wait_part *parts, size_t nparts)
+{
+	struct outrec *o = arg;
+	o->calls++;
+	o->outcome = parts[0].outcome;
+}
+
+/* Promoted, progress of both partitions known (10 and 3), ISR known. */
+static void promoted(void)
+{
+	produce(mc_src, 0, 10);
+	produce(mc_dst, 0, 10);
+	produce(mc_src, 1, 3);
+	produce(mc_dst, 1, 3);
+	struct mirror_partition_info p0, p1;
+	int64_t end = mirror_now_ms() + 20000;
+	while (mirror_now_ms() < end) {
+		run_ms(50);
+		if (mirror_gate_is_gated(g, "orders") &&
+		    mirror_gate_partition_info(g, "mock-dr", "orders", 0, &p0) == 0 && p0.progress == 10 && p0.isr > 0 &&
+		    mirror_gate_partition_info(g, "mock-dr", "orders", 1, &p1) == 0 && p1.progress == 3 && p1.isr > 0)
+			return;
+	}
+	cr_assert_fail("not promoted with progress 10 / 3 and ISR known");
+}
+
+Test(mirror_worker, poll_idle_partitions_cost_no_destination_request, .timeout = 60)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();
+	run_ms(300); /* a lane answer in flight lands */
+	double d0 = lane_requests("demand"), b0 = lane_requests("background");
+	run_ms(2500); /* two background rounds at least */
+	cr_assert_eq(lane_requests("demand"), d0, "nothing held: no demand poll");
+	cr_assert_eq(lane_requests("background"), b0,
+		     "source HW = progress on every partition: the background round asks the destination nothing");
+	/* a record the destination lacks makes that partition lag: the round asks again */
+	produce(mc_src, 1, 1);
+	int64_t end = mirror_now_ms() + 10000;
+	while (lane_requests("background") == b0 && mirror_now_ms() < end)
+		run_ms(50);
+	cr_assert_gt(lane_requests("background"), b0, "a lagging partition is asked in the background");
+	stop();
+}
+
+Test(mirror_worker, poll_demand_back_to_back_while_pending_then_stops, .timeout = 60)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();
+	produce(mc_src, 0, 5); /* offsets 10..14, not on the destination yet */
+	enum { N = 50 };
+	struct mirror_wait_part p[N];
+	struct outrec o[N];
+	memset(o, 0, sizeof(o));
+	double d0 = lane_requests("demand");
+	for (int i = 0; i < N; i++) {
+		p[i] = (struct mirror_wait_part){.topic = "orders", .partition = 0, .last_offset = 14};
+		cr_assert_not_null(mirror_gate_wait(g, &p[i], 1, mirror_now_ms() + 30000, on_out, &o[i]));
+	}
+	/* pending: the lane keeps asking, without waiting for the background round */
+	int64_t end = mirror_now_ms() + 10000;
+	while (lane_requests("demand") < d0 + 5 && mirror_now_ms() < end)
+		run_ms(5);
+	cr_assert_geq(lane_requests("demand"), d0 + 5, "polled again and again while the wait is pending");
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(o[i].calls, 0, "held: the destination lacks 10..14");
+	produce(mc_dst, 0, 5);
+	end = mirror_now_ms() + 10000;
+	int done = 0;
+	while (done < N && mirror_now_ms() < end) {
+		run_ms(5);
+		done = 0;
+		for (int i = 0; i < N; i++)
+			done += o[i].calls;
+	}
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(o[i].outcome, MIRROR_SATISFIED);
+	run_ms(200); /* the request in flight when the answer came */
+	double d1 = lane_requests("demand");
+	run_ms(1500);
+	cr_assert_eq(lane_requests("demand"), d1, "nothing pending: demand polls stop");
+	stop();
+}
+
+Test(mirror_worker, poll_demands_of_many_waits_coalesce, .timeout = 60)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();
+	run_ms(300);
+	/* the destination has 10..14 already; the gate does not know yet */
+	produce(mc_src, 0, 5);
+	produce(mc_dst, 0, 5);
+	enum { N = 100 };
+	struct mirror_wait_part p[N];
+	struct outrec o[N];
+	memset(o, 0, sizeof(o));
+	double d0 = lane_requests("demand");
+	for (int i = 0; i < N; i++) {
+		p[i] = (struct mirror_wait_part){.topic = "orders", .partition = 0, .last_offset = 10 + i % 5};
+		cr_assert_not_null(mirror_gate_wait(g, &p[i], 1, mirror_now_ms() + 30000, on_out, &o[i]));
+	}
+	int64_t end = mirror_now_ms() + 10000;
+	int done = 0;
+	while (done < N && mirror_now_ms() < end) {
+		run_ms(2);
+		done = 0;
+		for (int i = 0; i < N; i++)
+			done += o[i].calls;
+	}
+	cr_assert_eq(done, N);
+	for (int i = 0; i < N; i++)
+		cr_assert_eq(o[i].outcome, MIRROR_SATISFIED);
+	double n = lane_requests("demand") - d0;
+	cr_log_info("%d waits released after %.0f demand polls", N, n);
+	cr_assert(n >= 1 && n < N, "one poll serves every wait of the partition (%.0f polls for %d waits)", n, N);
+	stop();
+}
+
+Test(mirror_worker, poll_slow_destination_broker_delays_only_its_partitions, .timeout = 90)
+{
+	start_ex(CONF_PROGRESS_POLL, 2); /* orders-0 led by broker 1, orders-1 by broker 2 */
+	promoted();
+	rd_kafka_mock_broker_set_rtt(mc_dst, 2, 3000);
+	produce(mc_src, 0, 5);
+	produce(mc_src, 1, 5);
+	/* orders-1: the destination lacks 3..7 and its broker answers in 3 s —
+	 * its lane is busy with it; orders-0: the destination gets 10..14 */
+	struct mirror_wait_part p0 = {.topic = "orders", .partition = 0, .last_offset = 14};
+	struct mirror_wait_part p1 = {.topic = "orders", .partition = 1, .last_offset = 7};
+	struct outrec o0 = {0}, o1 = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p1, 1, mirror_now_ms() + 60000, on_out, &o1));
+	run_ms(100);
+	cr_assert_not_null(mirror_gate_wait(g, &p0, 1, mirror_now_ms() + 60000, on_out, &o0));
+	produce(mc_dst, 0, 5);
+	int64_t end = mirror_now_ms() + 20000;
+	while (!o0.calls && mirror_now_ms() < end)
+		run_ms(5);
+	cr_assert_eq(o0.calls, 1);
+	cr_assert_eq(o0.outcome, MIRROR_SATISFIED, "broker 1's partition released");
+	cr_assert_eq(o1.calls, 0, "the destination lacks orders-1's records: still held");
+	rd_kafka_mock_broker_set_rtt(mc_dst, 2, 0);
+	produce(mc_dst, 1, 5);
+	end = mirror_now_ms() + 30000;
+	while (!o1.calls && mirror_now_ms() < end)
+		run_ms(20);
+	cr_assert_eq(o1.outcome, MIRROR_SATISFIED, "released once broker 2 answers");
+	stop();
 }

@@ -1,0 +1,261 @@
+/*
+ * lane.c — destination progress by ListOffsets(END), one thread ("lane")
+ * per destination leader of a mirror. A lane sends one request at a time
+ * (rd_kafka_offsets_for_times, which blocks; with all its partitions on one
+ * leader it is one ListOffsets) naming the partitions queued on it:
+ *   - demanded ones (a held response waits on them): queued by the loop the
+ *     moment a wait arrives (mirror_worker_demand), so the request leaves at
+ *     once, or right after the one in flight (which may already answer it —
+ *     coalescing); queued again after each answer while still pending, so a
+ *     held partition is polled back to back, one round trip apart;
+ *   - the background round's (progress.c: partitions whose source HW is
+ *     ahead of their progress), up to MIRROR_W_BG_CHUNK per request beside
+ *     the demanded, reported with the source HW sampled before they were
+ *     queued (lag = HW − progress never undercounts).
+ * A lane whose leader timed out uses a short timeout for a while, and a
+ * failed request is retried after poll_interval_ms; either way only that
+ * leader's partitions wait. A partition whose leader changed moves to its
+ * new leader's lane when its old lane takes it. Idle: no request at all.
+ * Lane threads; w->tmu held unless said.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mirror/worker.h"
+
+/* A held response waits on (t, p): prompt progress wanted. */
+static bool demand_pending(const struct mirror_wpart *wp, int64_t now)
+{
+	return wp->until_ms >= now && wp->need >= wp->progress;
+}
+
+static void *lane_main(void *arg);
+
+/* The lane of `leader`, started on first use; lane 0 (leader unknown) when
+ * the mirror has MIRROR_W_MAX_LANES already. NULL on ENOMEM. */
+static struct mirror_lane *lane_for(struct mirror_worker *w, int32_t leader)
+{
+	for (size_t i = 0; i < w->nlanes; i++)
+		if (w->lanes[i]->leader == leader)
+			return w->lanes[i];
+	if (w->halt) /* stopping: start nothing */
+		return w->nlanes ? w->lanes[0] : NULL;
+	if (w->nlanes > 0 && (leader < 0 || w->nlanes == MIRROR_W_MAX_LANES))
+		return w->lanes[0];
+	if (w->nlanes == 0 && leader >= 0 && !lane_for(w, -1))
+		return NULL;
+	struct mirror_lane *ln = calloc(1, sizeof(*ln));
+	if (!ln)
+		return w->nlanes ? w->lanes[0] : NULL;
+	ln->w = w;
+	ln->leader = leader;
+	char m[160], labels[300];
+	mirror_label_escape(m, sizeof(m), w->name);
+	for (int k = 0; k < 2; k++) {
+		snprintf(labels, sizeof(labels), "mirror=\"%s\",broker=\"%" PRId32 "\",kind=\"%s\"", m, leader,
+			 k ? "background" : "demand");
+		struct metric *mt = metric_get(METRIC_COUNTER, "syncgate_mirror_progress_requests_total",
+					       "ListOffsets requests for destination progress, per destination "
+					       "leader (-1: not known yet); kind demand: a held response waited on "
+					       "one of its partitions", labels, NULL, 0);
+		*(k ? &ln->m_background : &ln->m_demand) = mt;
+	}
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ln->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (pthread_create(&ln->th, NULL, lane_main, ln) != 0) {
+		pthread_cond_destroy(&ln->cv);
+		free(ln);
+		return w->nlanes ? w->lanes[0] : NULL;
+	}
+	w->lanes[w->nlanes++] = ln;
+	return ln;
+}
+
+void mirror_lane_enqueue(struct mirror_worker *w, uint32_t ti, int32_t p)
+{
+	struct mirror_wpart *wp = &w->topics[ti].parts[p];
+	if (wp->queued)
+		return;
+	struct mirror_lane *ln = lane_for(w, wp->leader);
+	if (!ln)
+		return;
+	if (ln->nq == ln->capq) {
+		size_t cap = ln->capq ? ln->capq * 2 : 64;
+		struct mirror_wref *q = realloc(ln->q, cap * sizeof(*q));
+		if (!q)
+			return;
+		ln->q = q;
+		ln->capq = cap;
+	}
+	ln->q[ln->nq++] = (struct mirror_wref){ti, p};
+	wp->queued = true;
+	pthread_cond_signal(&ln->cv);
+}
+
+/* Sleep on the lane's condition until woken or `until_ms` (-1: no limit). */
+static void lane_sleep(struct mirror_lane *ln, int64_t until_ms)
+{
+	if (until_ms < 0) {
+		pthread_cond_wait(&ln->cv, &ln->w->tmu);
+		return;
+	}
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t d = until_ms - mirror_now_ms();
+	if (d <= 0)
+		return;
+	ts.tv_sec += d / 1000;
+	ts.tv_nsec += (d % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	pthread_cond_timedwait(&ln->cv, &ln->w->tmu, &ts);
+}
+
+struct lane_item {
+	struct mirror_wref ref;
+	int64_t bg_hw;      /* background: source HW sampled before, -1 */
+};
+
+/* Apply one answer (tmu held): report what changed, queue what still waits. */
+static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_t n,
+		       const rd_kafka_topic_partition_list_t *l, rd_kafka_resp_err_t err)
+{
+	struct mirror_worker *w = ln->w;
+	int64_t now = mirror_now_ms();
+	bool failed = false;
+	for (size_t j = 0; j < n; j++) {
+		struct mirror_wtopic *t = &w->topics[it[j].ref.topic];
+		int32_t p = it[j].ref.partition;
+		struct mirror_wpart *wp = &t->parts[p];
+		const rd_kafka_topic_partition_t *e = &l->elems[j];
+		rd_kafka_resp_err_t perr = err ? err : e->err;
+		if (!perr && e->offset < 0)
+			perr = RD_KAFKA_RESP_ERR__NO_OFFSET;
+		if (perr) {
+			mirror_worker_report(w, t, p, -1, -1, -1, -1, rd_kafka_err2name(perr));
+			wp->failing = failed = true;
+		} else {
+			int64_t hw = it[j].bg_hw; /* background: always reported (the gate may have
+						   * forgotten its sample); demanded: when it moved */
+			if (e->offset != wp->progress || wp->failing || hw >= 0)
+				mirror_worker_report(w, t, p, e->offset, hw, -1, -1, NULL);
+			wp->progress = e->offset;
+			wp->failing = false;
+		}
+		if (demand_pending(wp, now))
+			mirror_lane_enqueue(w, it[j].ref.topic, p); /* back to back */
+	}
+	return failed;
+}
+
+static void *lane_main(void *arg)
+{
+	struct mirror_lane *ln = arg;
+	struct mirror_worker *w = ln->w;
+	struct mirror_wref *work = NULL;
+	size_t capwork = 0;
+	struct lane_item *it = NULL;
+	size_t capit = 0;
+	pthread_mutex_lock(&w->tmu);
+	while (!w->halt) {
+		int64_t now = mirror_now_ms();
+		if (ln->nq == 0) {
+			lane_sleep(ln, -1);
+			continue;
+		}
+		if (now < ln->retry_ms) {
+			lane_sleep(ln, ln->retry_ms);
+			continue;
+		}
+		/* take the queue: what is queued from now on goes into the next request */
+		struct mirror_wref *q = ln->q;
+		size_t nwork = ln->nq, capq = ln->capq;
+		ln->q = work;
+		ln->capq = capwork;
+		ln->nq = 0;
+		work = q;
+		capwork = capq;
+		if (capit < nwork) {
+			struct lane_item *a = realloc(it, nwork * sizeof(*a));
+			if (!a)
+				break;
+			it = a;
+			capit = nwork;
+		}
+		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nwork);
+		size_t n = 0, nbg = 0, ndem = 0;
+		for (size_t i = 0; i < nwork; i++) {
+			struct mirror_wtopic *t = &w->topics[work[i].topic];
+			struct mirror_wpart *wp = &t->parts[work[i].partition];
+			wp->queued = false;
+			if (lane_for(w, wp->leader) != ln) { /* the leader moved */
+				mirror_lane_enqueue(w, work[i].topic, work[i].partition);
+				continue;
+			}
+			bool demanded = demand_pending(wp, now);
+			if (!demanded)
+				wp->need = wp->until_ms = -1; /* satisfied or expired */
+			if (!demanded && wp->bg_hw < 0)
+				continue;
+			if (!demanded && nbg >= MIRROR_W_BG_CHUNK) {
+				mirror_lane_enqueue(w, work[i].topic, work[i].partition);
+				continue;
+			}
+			nbg += !demanded;
+			ndem += demanded;
+			it[n] = (struct lane_item){work[i], wp->bg_hw};
+			wp->bg_hw = -1;
+			rd_kafka_topic_partition_list_add(l, t->dst, work[i].partition)->offset = RD_KAFKA_OFFSET_END;
+			n++;
+		}
+		if (n == 0) {
+			rd_kafka_topic_partition_list_destroy(l);
+			continue;
+		}
+		int timeout = now < ln->slow_until_ms ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS;
+		pthread_mutex_unlock(&w->tmu);
+		rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(w->dst, l, timeout);
+		pthread_mutex_lock(&w->tmu);
+		ln->requests++;
+		metric_add(ndem ? ln->m_demand : ln->m_background, 1);
+		LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu background=%zu result=%s", w->name,
+		      (int)ln->leader, n, nbg, rd_kafka_err2name(err));
+		if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
+			ln->slow_until_ms = mirror_now_ms() + MIRROR_W_SLOW_MS;
+		if (lane_apply(ln, it, n, l, err))
+			ln->retry_ms = mirror_now_ms() + w->poll_ms;
+		rd_kafka_topic_partition_list_destroy(l);
+	}
+	pthread_mutex_unlock(&w->tmu);
+	free(work);
+	free(it);
+	return NULL;
+}
+
+void mirror_lanes_join(struct mirror_worker *w)
+{
+	pthread_mutex_lock(&w->tmu);
+	size_t n = w->nlanes;
+	for (size_t i = 0; i < n; i++)
+		pthread_cond_signal(&w->lanes[i]->cv);
+	pthread_mutex_unlock(&w->tmu);
+	for (size_t i = 0; i < n; i++) {
+		struct mirror_lane *ln = w->lanes[i];
+		pthread_join(ln->th, NULL);
+		LOG_D("mirror_lane_stopped", "mirror=%s leader=%d requests=%llu", w->name, (int)ln->leader,
+		      (unsigned long long)ln->requests);
+		pthread_cond_destroy(&ln->cv);
+		free(ln->q);
+		free(ln);
+	}
+	w->nlanes = 0;
+}
