@@ -453,6 +453,7 @@ enum codec_err codec_tags_rewrite_endpoints_fixed(const struct codec_iov *iov, i
 /** The tag of filler fields (the largest 2-byte uvarint: above any tag Kafka defines). */
 #define CODEC_TAG_FILLER 16383
 
+/* (the streaming scans follow) */
 /* ------------------------------------------------------------------------ */
 /* Streaming scans (codec/stream.c)                                         */
 /* ------------------------------------------------------------------------ */
@@ -462,6 +463,7 @@ enum codec_stream_stage {
 	CODEC_STREAM_HEAD,      /* top-level fields up to the topics count */
 	CODEC_STREAM_TOPIC,     /* a topic's name or id and partitions count */
 	CODEC_STREAM_PARTITION, /* a partition's fields up to its Records length */
+	CODEC_STREAM_BATCH,     /* Produce: a record batch header inside a partition's records */
 	CODEC_STREAM_PART_END,  /* after the records: partition (and topic) tags */
 	CODEC_STREAM_TAIL,      /* the top-level tagged fields: the rest of the body */
 	CODEC_STREAM_BAD,       /* unsupported version */
@@ -488,6 +490,34 @@ void codec_fetch_stream_init(struct codec_fetch_stream *s, int16_t version);
  */
 enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struct codec_iov *iov,
 				       int niov, size_t *used, size_t *records) CODEC_WUR;
+
+/**
+ * Resumable scan of a Produce request body (v3–v13) arriving in pieces:
+ * what syncgate needs for the gate (acks, timeout, topics, partitions and
+ * each partition's offset span from its batch headers) while the record
+ * bytes are not looked at. Same rules as codec_produce_request_decode().
+ */
+struct codec_produce_stream {
+	int16_t version;
+	bool flexible;
+	enum codec_stream_stage stage;   /* the next unit */
+	enum codec_stream_stage unit;    /* the unit the last successful call parsed */
+	int32_t topics_left, parts_left;
+	size_t records_left;             /* BATCH: bytes of the partition's records not walked */
+	bool legacy;                     /* the partition holds a legacy message set */
+	/* what the units said */
+	int16_t acks;                    /* HEAD */
+	int32_t timeout_ms;              /* HEAD */
+	struct codec_slice topic;        /* TOPIC, v3–v12: Name, offset in that call's iov */
+	uint8_t topic_id[16];            /* TOPIC, v13 */
+	int32_t partition;               /* PARTITION */
+	int64_t offset_span;             /* BATCH…: Σ (lastOffsetDelta + 1) of the current partition */
+	int32_t nbatches;
+};
+void codec_produce_stream_init(struct codec_produce_stream *s, int16_t version);
+/** As codec_fetch_stream_next(), for Produce requests; s->unit names the unit parsed. */
+enum codec_err codec_produce_stream_next(struct codec_produce_stream *s, const struct codec_iov *iov,
+					 int niov, size_t *used, size_t *records) CODEC_WUR;
 
 /** A topic seen in a Metadata response: name and TopicId (v10+). */
 struct codec_metadata_topic {
