@@ -445,6 +445,12 @@ void proxy_conn_update_flow(struct proxy_conn *c)
 		LOG_D("backpressure", "conn=%llu side=client paused=%d upstream_out=%zu held=%zu "
 		      "queued=%zu in_flight=%zu", (unsigned long long)c->id, pause_client, up_out,
 		      c->held_bytes, c->queued_bytes, c->nfifo);
+		/* resumed (the release path calls us): a frame may already wait in
+		 * the input, and no read event will say so. Only on the transition:
+		 * a trigger on every call would spin while a streamed request
+		 * waits for the rest of a unit. */
+		if (!pause_client && evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
+			bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 	}
 	bool pause_up = cl_out > FLOW_HIGH || (c->upstream_paused && cl_out > FLOW_LOW);
 	if (pause_up != c->upstream_paused) {
@@ -462,10 +468,6 @@ void proxy_conn_update_flow(struct proxy_conn *c)
 		if (!pause_up && evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
 			bufferevent_trigger(c->upstream, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 	}
-	/* a client paused for held bytes resumes from the release path, which
-	 * calls us; a frame may already be waiting in its input */
-	if (!c->client_paused && evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
-		bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 }
 
 static const char *frame_hint(const uint8_t b[4])
@@ -496,7 +498,7 @@ static void frame_refused(struct proxy_conn *c, const char *side, int32_t size, 
 /*
  * Forward the frames in the client's input: while not paused, or all of
  * them (`all`: the client closed, nothing more will come). A Produce request
- * above PROXY_STREAM_MIN streams upstream as it arrives (stream.c); other
+ * above PROXY_STREAM_MIN_REQUEST streams upstream as it arrives (stream.c); other
  * requests wait until whole (limits.max_frame_bytes). Returns -1 when the
  * connection is closing.
  */
@@ -527,7 +529,7 @@ static int client_frames(struct proxy_conn *c, bool all)
 			proxy_conn_close(c, "client frame refused");
 			return -1;
 		}
-		if ((size_t)size > PROXY_STREAM_MIN && c->state != PROXY_CONN_LINGERING) {
+		if ((size_t)size > PROXY_STREAM_MIN_REQUEST && c->state != PROXY_CONN_LINGERING) {
 			int rc = proxy_tx_start(c, (size_t)size);
 			if (rc < 0) {
 				proxy_conn_close(c, "malformed client frame");

@@ -355,6 +355,15 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 /* stream.c: responses forwarded as they arrive, records spliced */
 /* Frames above this are streamed when nothing but tail tags is rewritten. */
 #define PROXY_STREAM_MIN (64u << 10)
+/*
+ * Produce requests above this stream upstream; smaller ones are buffered
+ * whole. Measured (docs/benchmarks.md, 2026-12-01): a producer's requests are
+ * ≤ 1 MiB (max.request.size) of ~16 KiB batches, and walking them batch by
+ * batch costs more than the copy it could save (the client input is rarely
+ * empty, so there is nothing to splice); streaming pays off for large
+ * requests, and bounds memory for those above limits.max_frame_bytes.
+ */
+#define PROXY_STREAM_MIN_REQUEST (1u << 20)
 /**
  * Start streaming the `len`-byte frame at the head of the upstream input for
  * `e` (its response header is `hdr_len` bytes; `scan`: Fetch v16+, walk the
@@ -374,7 +383,7 @@ void proxy_rx_client_gone(struct proxy_conn *c);
 void proxy_rx_free(struct proxy_conn *c);
 /**
  * A request of `len` body bytes starts at the head of the client input:
- * stream it when it is a Produce request above PROXY_STREAM_MIN. Returns 1
+ * stream it when it is a Produce request above PROXY_STREAM_MIN_REQUEST. Returns 1
  * when the stream started (c->tx), 2 when it must be buffered whole, 0 when
  * more bytes are needed to decide, -1 on a bad frame.
  */

@@ -595,11 +595,13 @@ static void send_request(struct fixture *f, const struct buf *frame, const size_
 
 Test(proxy_stream, produce_request_streams_at_every_split_and_keeps_what_the_gate_needs)
 {
-	struct buf frame = produce9(77, 9, -1, 3, 30000);
-	cr_assert_gt(frame.n, PROXY_STREAM_MIN);
+	struct buf frame = produce9(77, 9, -1, 3, 400000);
+	cr_assert_gt(frame.n, PROXY_STREAM_MIN_REQUEST);
 	size_t step = 1;
 	for (size_t cut = 1; cut < frame.n; cut += step) {
-		step = cut < 300 || (cut > 30030 && cut < 30160) || cut > frame.n - 100 ? 1 : 1499;
+		/* every boundary in the structure and around each batch header */
+		size_t in_batch = cut > 60 ? (cut - 60) % 400061 : 0;
+		step = cut < 300 || in_batch < 100 || in_batch > 399950 || cut > frame.n - 100 ? 1 : 7919;
 		struct fixture f;
 		fixture_init(&f);
 		struct buf out = { 0 };
@@ -626,8 +628,8 @@ Test(proxy_stream, produce_acks0_takes_no_slot_and_v14_goes_up_as_v13)
 {
 	struct fixture f;
 	fixture_init(&f);
-	struct buf a = produce9(1, 9, 0, 2, 40000);
-	struct buf b = produce9(2, 14, 1, 2, 40000);
+	struct buf a = produce9(1, 9, 0, 2, 600000);
+	struct buf b = produce9(2, 14, 1, 2, 600000);
 	struct buf both = { 0 }, out = { 0 };
 	put(&both, a.p, a.n);
 	put(&both, b.p, b.n);
