@@ -437,6 +437,88 @@ enum codec_err codec_response_rewrite_endpoints(int16_t api_key, int16_t api_ver
 						codec_endpoint_fn fn, void *ctx,
 						struct codec_splice *out) CODEC_WUR;
 
+/**
+ * The top-level tagged fields of a Fetch v16+ / Produce v10+ response, given
+ * alone (`len` bytes: the end of the body), rewritten to exactly `len` bytes
+ * in `out`: NodeEndpoints (tag 0) with the addresses `fn` gives, followed by
+ * an unknown filler tag (CODEC_TAG_FILLER, skipped by every client) when it
+ * came out shorter; when it would come out longer, NodeEndpoints is sent
+ * empty and padded (a client then asks Metadata, which is rewritten). For a
+ * streamed response whose size prefix is already on its way. *changed is
+ * false when nothing needed rewriting (`out` untouched).
+ */
+enum codec_err codec_tags_rewrite_endpoints_fixed(const struct codec_iov *iov, int niov, size_t len,
+						  codec_endpoint_fn fn, void *ctx, uint8_t *out,
+						  bool *changed) CODEC_WUR;
+/** The tag of filler fields (the largest 2-byte uvarint: above any tag Kafka defines). */
+#define CODEC_TAG_FILLER 16383
+
+/* (the streaming scans follow) */
+/* ------------------------------------------------------------------------ */
+/* Streaming scans (codec/stream.c)                                         */
+/* ------------------------------------------------------------------------ */
+
+/** Where a streaming scan is in its message. */
+enum codec_stream_stage {
+	CODEC_STREAM_HEAD,      /* top-level fields up to the topics count */
+	CODEC_STREAM_TOPIC,     /* a topic's name or id and partitions count */
+	CODEC_STREAM_PARTITION, /* a partition's fields up to its Records length */
+	CODEC_STREAM_BATCH,     /* Produce: a record batch header inside a partition's records */
+	CODEC_STREAM_PART_END,  /* after the records: partition (and topic) tags */
+	CODEC_STREAM_TAIL,      /* the top-level tagged fields: the rest of the body */
+	CODEC_STREAM_BAD,       /* unsupported version */
+	CODEC_STREAM_STAGE_COUNT
+};
+const char *codec_stream_stage_str(enum codec_stream_stage st);
+
+/** Resumable scan of a Fetch response body (v4–v18) arriving in pieces. */
+struct codec_fetch_stream {
+	int16_t version;
+	bool flexible;
+	enum codec_stream_stage stage;
+	int32_t topics_left;   /* topics not finished, the current one included */
+	int32_t parts_left;    /* partitions of the current topic not finished */
+};
+void codec_fetch_stream_init(struct codec_fetch_stream *s, int16_t version);
+/**
+ * Parse the next unit from `iov` (body bytes from the scan position on).
+ * CODEC_OK: the first *used bytes are structure, then *records bytes of
+ * record data follow that the scan does not look at (the next call starts
+ * after them). At CODEC_STREAM_TAIL nothing is parsed (*used 0): the rest
+ * of the body is the top-level tagged fields. CODEC_ERR_UNDERFLOW: the unit
+ * is not whole yet (nothing moved); other errors: malformed.
+ */
+enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struct codec_iov *iov,
+				       int niov, size_t *used, size_t *records) CODEC_WUR;
+
+/**
+ * Resumable scan of a Produce request body (v3–v13) arriving in pieces:
+ * what syncgate needs for the gate (acks, timeout, topics, partitions and
+ * each partition's offset span from its batch headers) while the record
+ * bytes are not looked at. Same rules as codec_produce_request_decode().
+ */
+struct codec_produce_stream {
+	int16_t version;
+	bool flexible;
+	enum codec_stream_stage stage;   /* the next unit */
+	enum codec_stream_stage unit;    /* the unit the last successful call parsed */
+	int32_t topics_left, parts_left;
+	size_t records_left;             /* BATCH: bytes of the partition's records not walked */
+	bool legacy;                     /* the partition holds a legacy message set */
+	/* what the units said */
+	int16_t acks;                    /* HEAD */
+	int32_t timeout_ms;              /* HEAD */
+	struct codec_slice topic;        /* TOPIC, v3–v12: Name, offset in that call's iov */
+	uint8_t topic_id[16];            /* TOPIC, v13 */
+	int32_t partition;               /* PARTITION */
+	int64_t offset_span;             /* BATCH…: Σ (lastOffsetDelta + 1) of the current partition */
+	int32_t nbatches;
+};
+void codec_produce_stream_init(struct codec_produce_stream *s, int16_t version);
+/** As codec_fetch_stream_next(), for Produce requests; s->unit names the unit parsed. */
+enum codec_err codec_produce_stream_next(struct codec_produce_stream *s, const struct codec_iov *iov,
+					 int niov, size_t *used, size_t *records) CODEC_WUR;
+
 /** A topic seen in a Metadata response: name and TopicId (v10+). */
 struct codec_metadata_topic {
 	int16_t error_code;
@@ -734,6 +816,8 @@ typedef int (*codec_clamp_fn)(void *ctx, const char *topic, const uint8_t *topic
 struct codec_fetch_request_info {
 	int32_t replica_id;           /* v4–v14 field, v15+ ReplicaState.ReplicaId (tag 1); -1 consumer */
 	int32_t max_wait_ms;
+	int32_t max_bytes;            /* MaxBytes */
+	size_t max_bytes_off;         /* its body offset (a proxy may lower it in place) */
 	int8_t isolation_level;       /* 0 read_uncommitted, 1 read_committed */
 	int32_t session_id;           /* v7+ */
 	int32_t session_epoch;        /* v7+ */

@@ -321,3 +321,138 @@ enum codec_err codec_response_rewrite_endpoints(int16_t api_key, int16_t api_ver
 	}
 	return e;
 }
+
+/* ---- length-preserving rewrite of a streamed response's tail ------------ */
+
+static size_t uvarint_len(uint32_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static size_t put_uvarint(uint8_t *p, uint32_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* One filler field of exactly `f` bytes (tag, minimal size, zeros); 0 when impossible. */
+static size_t filler_one(uint8_t *p, size_t f)
+{
+	size_t tag_len = uvarint_len(CODEC_TAG_FILLER);
+	for (size_t vl = 1; vl <= 4; vl++) {
+		if (f < tag_len + vl)
+			return 0;
+		size_t d = f - tag_len - vl;
+		if (uvarint_len((uint32_t)d) != vl)
+			continue;
+		if (p) {
+			size_t n = put_uvarint(p, CODEC_TAG_FILLER);
+			n += put_uvarint(p + n, (uint32_t)d);
+			memset(p + n, 0, d);
+		}
+		return f;
+	}
+	return 0;
+}
+
+/*
+ * Assemble count, `head` (the tag-0 field), `rest` (the other fields,
+ * verbatim) and filler into exactly `len` bytes at `out`. Returns 0, or -1
+ * when no filler fits. Only one filler tag is available (tags must be
+ * strictly increasing): the few gap sizes one field cannot fill (e.g. 1, 2,
+ * 131) fail, and the caller tries the empty NodeEndpoints instead.
+ */
+static int assemble(uint8_t *out, size_t len, uint32_t count, const uint8_t *head, size_t head_len,
+		    const struct codec_iov *iov, int niov, size_t rest_off, size_t rest_len)
+{
+	for (uint32_t k = 0; k <= 1; k++) {
+		size_t base = uvarint_len(count + k) + head_len + rest_len;
+		if (base > len)
+			return -1;
+		size_t gap = len - base;
+		if ((k == 0) != (gap == 0))
+			continue;
+		if (k == 1 && !filler_one(NULL, gap))
+			continue;
+		size_t n = put_uvarint(out, count + k);
+		memcpy(out + n, head, head_len);
+		n += head_len;
+		struct codec_reader r;
+		codec_reader_init(&r, iov, niov);
+		codec_reader_seek(&r, rest_off);
+		codec_read_raw(&r, out + n, rest_len);
+		if (r.err)
+			return -1;
+		n += rest_len;
+		if (k == 1)
+			filler_one(out + n, gap);
+		return 0;
+	}
+	return -1;
+}
+
+enum codec_err codec_tags_rewrite_endpoints_fixed(const struct codec_iov *iov, int niov, size_t len,
+						  codec_endpoint_fn fn, void *ctx, uint8_t *out,
+						  bool *changed)
+{
+	*changed = false;
+	struct codec_buf ins;
+	codec_buf_init(&ins, REWRITE_LIMIT);
+	struct rewriter w = {iov, niov, fn, ctx, &ins, SIZE_MAX, 0, NULL, 0};
+	struct codec_splice s = { 0 };
+	enum codec_err e = rewrite_tagged(&w, 0, &s);
+	free(w.host);
+	if (e != CODEC_OK || !s.changed) {
+		codec_buf_free(&ins);
+		codec_buf_free(&s.ins);
+		return e;
+	}
+	/* the whole section must be `len` bytes; tag 0 comes first (rewrite_tagged) */
+	struct codec_reader r;
+	codec_reader_init(&r, iov, niov);
+	r.flexible = true;
+	uint32_t count = codec_read_uvarint(&r);
+	size_t rest_off = s.off + s.del;
+	if (r.err || s.off != r.off || rest_off > len) {
+		codec_buf_free(&s.ins);
+		return r.err ? r.err : CODEC_ERR_BAD_MSG;
+	}
+	/* tags after NodeEndpoints: increasing, all below the filler's */
+	codec_reader_seek(&r, rest_off);
+	uint32_t prev = 0;
+	for (uint32_t i = 1; i < count && !r.err; i++) {
+		uint32_t tag = codec_read_uvarint(&r);
+		uint32_t size = codec_read_uvarint(&r);
+		codec_read_skip(&r, size);
+		if (tag <= prev)
+			codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
+		if (tag >= CODEC_TAG_FILLER)
+			codec_reader_fail(&r, CODEC_ERR_UNSUPPORTED);
+		prev = tag;
+	}
+	if (r.err || r.off != len) {
+		codec_buf_free(&s.ins);
+		return r.err ? r.err : CODEC_ERR_BAD_MSG;
+	}
+	int rc = assemble(out, len, count, s.ins.data, s.ins.len, iov, niov, rest_off, len - rest_off);
+	codec_buf_free(&s.ins);
+	if (rc < 0) {
+		/* tag 0, size 1, an empty compact array: no address at all */
+		static const uint8_t empty[] = { 0, 1, 1 };
+		rc = assemble(out, len, count, empty, sizeof(empty), iov, niov, rest_off, len - rest_off);
+	}
+	if (rc < 0)
+		return CODEC_ERR_LIMIT;
+	*changed = true;
+	return CODEC_OK;
+}

@@ -124,7 +124,8 @@ enum codec_err codec_fetch_request_info(const struct codec_iov *iov, int niov, i
 		out->replica_id = codec_read_i32(&r);
 	out->max_wait_ms = codec_read_i32(&r);
 	codec_read_i32(&r); /* MinBytes */
-	codec_read_i32(&r); /* MaxBytes */
+	out->max_bytes_off = r.off;
+	out->max_bytes = codec_read_i32(&r);
 	out->isolation_level = codec_read_i8(&r);
 	if (version >= 7) {
 		out->session_id = codec_read_i32(&r);

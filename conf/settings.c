@@ -319,13 +319,23 @@ const struct conf_setting conf_settings[] = {
 	{ "advertise.base_port", CONF_T_INT, C(advertise_base_port), 0, 0, 1, 65535, NULL, NULL, NULL,
 	  "Gateway mode only, and required there: node N is advertised and served at `base_port + N`." },
 
-	SEC("limits", NONE, 0, "Memory and frame bounds; past them syncgate stops reading from clients (backpressure)."),
+	SEC("limits", NONE, 0, "Memory and frame bounds; past them syncgate stops reading (backpressure). "
+	    "Besides these, each connection pair buffers at most a fixed window (about 1 MiB toward "
+	    "the client plus one 64 KiB read each way): responses syncgate does not rewrite stream "
+	    "through it (record bytes spliced socket to socket when both sides are plaintext), "
+	    "whatever their size."),
 	{ "limits.max_frame_bytes", CONF_T_INT64, C(max_frame_bytes), 0, 0, 1024, 2147483647LL, "104857600", NULL, NULL,
-	  "Largest Kafka frame accepted from either side, bytes; a larger one closes the connection." },
+	  "Largest frame syncgate buffers whole, bytes: every request, and the responses it rewrites "
+	  "(Metadata, FindCoordinator, DescribeCluster, ApiVersions, Produce, consumer Fetch responses "
+	  "it clamps). A larger one closes the connection with `frame_refused`. Responses streamed "
+	  "through (Fetch and every other response not rewritten) have no size cap, nor do responses "
+	  "of 64 KiB or less." },
 	{ "limits.max_held_bytes_per_connection", CONF_T_INT64, C(max_held_bytes_per_connection), 0, 0, 1024, 1024 * GiB, "67108864", NULL, NULL,
-	  "Bytes of held responses and queued frames per client connection; at most `max_held_bytes`." },
+	  "Bytes of held responses and of responses queued behind them (waiting for their turn) per "
+	  "client connection; past it the client is not read. At most `max_held_bytes`." },
 	{ "limits.max_held_bytes", CONF_T_INT64, C(max_held_bytes), 0, 0, 1024, 1024 * GiB, "1073741824", NULL, NULL,
-	  "Bytes of held responses and queued frames in the whole process." },
+	  "Bytes of held responses and of responses queued behind them in the whole process; past it "
+	  "clients are not read." },
 	{ "limits.max_connections", CONF_T_INT, C(max_connections), 0, CONF_F_LIVE, 0, 1000000, "10000", NULL, NULL,
 	  "Client connections open at once (each also holds one upstream connection); a connection "
 	  "accepted past it is closed at once (`connection_refused` reason=max_connections, "

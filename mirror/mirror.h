@@ -95,6 +95,10 @@ bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic);
  */
 const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic);
 
+/** True when any topic is fenced now (a request naming topics not yet read —
+ * a streamed Produce — must then be read whole first). O(topics). Loop thread. */
+bool mirror_gate_any_fenced(struct mirror_gate *g);
+
 /**
  * Hold `nparts` partitions until each is resolved or `deadline_ms`
  * (monotonic clock, ms; see mirror_now_ms()) passes. `parts` is owned by the

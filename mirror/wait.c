@@ -511,6 +511,18 @@ const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic)
 	return NULL;
 }
 
+static void any_fenced(struct mirror_tstate *t, void *arg)
+{
+	*(bool *)arg |= mirror_tstate_fenced(t);
+}
+
+bool mirror_gate_any_fenced(struct mirror_gate *g)
+{
+	bool any = false;
+	mirror_each_topic(g, NULL, any_fenced, &any);
+	return any;
+}
+
 bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic)
 {
 	for (size_t i = 0; i < g->nlinks; i++) {

@@ -154,6 +154,37 @@ static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, in
 	return true;
 }
 
+/*
+ * A clamped Fetch response is buffered whole (a cut changes the frame's size
+ * prefix, which precedes everything): lower the request's MaxBytes so the
+ * broker's answer fits limits.max_frame_bytes, leaving room for the
+ * structure around the records. A first record batch larger than MaxBytes
+ * still comes whole (KIP-74) and is refused if above the limit.
+ */
+static void lower_max_bytes(struct proxy_conn *c, struct evbuffer *in, size_t off, int32_t max_bytes)
+{
+	int64_t limit = c->srv->conf->max_frame_bytes;
+	int64_t margin = limit / 8 > (64 << 10) ? limit / 8 : (64 << 10);
+	int64_t want = limit - margin > 1024 ? limit - margin : 1024;
+	if (max_bytes <= want)
+		return;
+	unsigned char *p = evbuffer_pullup(in, (ev_ssize_t)(off + 4));
+	if (!p)
+		return;
+	p[off] = (unsigned char)(want >> 24);
+	p[off + 1] = (unsigned char)(want >> 16);
+	p[off + 2] = (unsigned char)(want >> 8);
+	p[off + 3] = (unsigned char)want;
+	static int64_t last_log_ms;
+	int64_t now = mirror_now_ms();
+	if (now - last_log_ms >= 10000) {
+		last_log_ms = now;
+		LOG_I("fetch_max_bytes_lowered", "conn=%llu peer=%s from=%d to=%lld reason=\"clamped "
+		      "Fetch responses are buffered whole, up to limits.max_frame_bytes=%lld\"",
+		      (unsigned long long)c->id, c->peer, max_bytes, (long long)want, (long long)limit);
+	}
+}
+
 int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 			size_t len, const struct codec_request_header *h)
 {
@@ -192,6 +223,8 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 		metric_add(m_fetches, 1);
 		/* unreadable: still clamp (fail closed), without holding */
 		k->max_wait_ms = err == CODEC_OK && fi.max_wait_ms > 0 ? fi.max_wait_ms : 0;
+		if (err == CODEC_OK)
+			lower_max_bytes(c, in, 4 + h->len + fi.max_bytes_off, fi.max_bytes);
 	} else if (key == CODEC_API_LIST_OFFSETS) {
 		k->lo = calloc(1, sizeof(*k->lo));
 		if (k->lo && codec_list_offsets_request_decode(body, nbody, version, k->lo) != CODEC_OK) {
@@ -352,7 +385,7 @@ static void held_release(struct proxy_clamp *k)
 		proxy_conn_close(c, "could not clamp a held Fetch response");
 		return;
 	}
-	e->state = PROXY_ENTRY_READY;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
 	proxy_server_resume_paused(c->srv);
 	proxy_conn_update_flow(c);
@@ -419,7 +452,7 @@ static int held_start(struct proxy_conn *c, struct proxy_clamp *k, struct evbuff
 	c->srv->held_bytes += cost;
 	metric_add(m_held_now, 1);
 	metric_add(m_held_total, 1);
-	k->e->state = PROXY_ENTRY_HELD;
+	proxy_entry_set_state(c, k->e, PROXY_ENTRY_HELD);
 	return 1;
 fail:
 	held_stop(k);
@@ -464,7 +497,7 @@ static int clamp_fetch(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	codec_buf_free(&s.ins);
 	if (err != CODEC_OK || !e->out)
 		return -1;
-	e->state = PROXY_ENTRY_READY;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
 	return 1;
 }
@@ -501,7 +534,7 @@ int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evb
 	if (!e->out)
 		return -1;
 	metric_add(m_clamped, 1);
-	e->state = PROXY_ENTRY_READY;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
 	return 1;
 }

@@ -2,11 +2,29 @@
  * Connection pairs: accept, upstream connect, framing in both directions,
  * backpressure, and close. One client connection is paired 1:1 with one
  * upstream broker connection. Loop thread.
+ *
+ * Connection states (conn_set_state() is the only code that changes one,
+ * and logs every transition at debug):
+ *   CONNECTING → OPEN                 upstream connected (TLS handshake done)
+ *   CONNECTING|OPEN → DRAINING        upstream closed between frames: flush what the
+ *                                     client is owed, then close
+ *   CONNECTING|OPEN → LINGERING       client closed: deliver what it sent, read what it
+ *                                     is owed (upstream.close_linger_ms), then close
+ *   any → CLOSING                     done or an error (a refused frame, a broker gone
+ *                                     mid-response): nothing moves any more; the pair is
+ *                                     freed from close_ev, never inside one of its own
+ *                                     callbacks (a caller up the stack may still hold it)
+ *
+ * Responses: frames up to PROXY_STREAM_MIN, and frames syncgate rewrites,
+ * arrive whole (limits.max_frame_bytes) and are handled by response.c;
+ * larger frames it does not rewrite stream through (stream.c) with no size
+ * cap. Requests arrive whole (limits.max_frame_bytes).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,9 +36,13 @@
 #include "proxy/proxy.h"
 
 /* Buffered bytes past which the reading side is paused (libevent watermarks
- * are only hints: these marks are our own caps on what one pair buffers). */
-#define FLOW_HIGH (4u << 20)
-#define FLOW_LOW  (1u << 20)
+ * are only hints: these marks are our own caps on what one pair buffers). A
+ * streamed response never has more than this (plus one read) in user space. */
+#define FLOW_HIGH (1u << 20)
+#define FLOW_LOW  (256u << 10)
+/* Response bytes moved through user space after which idle memory is given
+ * back to the system (malloc_trim) once the process has nothing queued. */
+#define TRIM_AFTER (64u << 20)
 /* Requests awaiting their response per connection: past it the client is not
  * read. Held bytes are only known once responses arrive, so without this a
  * client pipelining gated Produce requests could grow what is held without
@@ -117,9 +139,36 @@ static void conn_set_peer(struct proxy_conn *c, const struct sockaddr *sa)
 	snprintf(c->peer, sizeof(c->peer), "%s:%d", host, port);
 }
 
+static const char *const conn_state_names[PROXY_CONN_STATE_COUNT] = {
+	[PROXY_CONN_CONNECTING] = "connecting",
+	[PROXY_CONN_OPEN] = "open",
+	[PROXY_CONN_DRAINING] = "draining",
+	[PROXY_CONN_LINGERING] = "lingering",
+	[PROXY_CONN_CLOSING] = "closing",
+};
+
+const char *proxy_conn_state_str(enum proxy_conn_state s)
+{
+	return s < PROXY_CONN_STATE_COUNT ? conn_state_names[s] : "?";
+}
+
+/* The one place a connection's state changes. */
+static void conn_set_state(struct proxy_conn *c, enum proxy_conn_state s, const char *reason)
+{
+	LOG_D("conn_state", "conn=%llu peer=%s from=%s to=%s reason=\"%s\" in_flight=%zu rx=%s",
+	      (unsigned long long)c->id, c->peer, proxy_conn_state_str(c->state),
+	      proxy_conn_state_str(s), reason ? reason : "", c->nfifo,
+	      proxy_rx_state_str(c->rx.state));
+	c->state = s;
+	if (reason)
+		c->close_reason = reason;
+}
+
 static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
+	(void)fd;
+	(void)what;
 	metric_add(m_connect_fail, 1);
 	LOG_W("upstream_connect_timeout", "conn=%llu upstream=%s:%d timeout_ms=%d",
 	      (unsigned long long)c->id, c->lst->upstream_host, c->lst->upstream_port,
@@ -130,7 +179,8 @@ static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
 /* LINGERING: every byte the client sent is written upstream and no response is owed. */
 static bool linger_done(struct proxy_conn *c)
 {
-	return c->nfifo == 0 && evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0;
+	return c->nfifo == 0 && c->rx.state == PROXY_RX_FRAME &&
+	       evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0;
 }
 
 static void linger_check(struct proxy_conn *c)
@@ -139,9 +189,16 @@ static void linger_check(struct proxy_conn *c)
 		event_active(c->close_ev, EV_TIMEOUT, 0);
 }
 
+/*
+ * close_ev: a deferred close (CLOSING, DRAINING flushed), or the linger
+ * deadline / its early end (LINGERING). The only place a pair is freed
+ * while the loop runs.
+ */
 static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
+	(void)fd;
+	(void)what;
 	if (c->state == PROXY_CONN_LINGERING) {
 		bool done = linger_done(c);
 		metric_add(m_linger[done ? 0 : 1], 1);
@@ -152,7 +209,7 @@ static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
 			      evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo,
 			      c->srv->conf->upstream_close_linger_ms);
 	}
-	proxy_conn_close(c, c->close_reason);
+	proxy_conn_free(c);
 }
 
 /*
@@ -173,26 +230,58 @@ static int upstream_tls_name(SSL *ssl, const char *host, bool verify)
 	return SSL_set1_host(ssl, host) == 1 ? 0 : -1;
 }
 
-void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
-		       const struct sockaddr *sa, int salen)
+/* A new pair in CONNECTING, its bufferevents not created yet. */
+static struct proxy_conn *conn_new(struct proxy_listener *lst, struct proxy_server *srv)
 {
-	struct proxy_server *srv = lst->srv;
 	conn_metrics_init();
-	if (srv->shutting_down) {
-		evutil_closesocket(fd);
-		return;
-	}
 	struct proxy_conn *c = calloc(1, sizeof(*c));
-	if (!c) {
-		evutil_closesocket(fd);
-		return;
-	}
+	if (!c)
+		return NULL;
 	c->srv = srv;
 	c->lst = lst;
 	c->id = ++srv->next_conn_id;
 	c->state = PROXY_CONN_CONNECTING;
+	c->rx.pipe[0] = c->rx.pipe[1] = -1;
+	c->tx.pipe[0] = c->tx.pipe[1] = -1;
 	TAILQ_INIT(&c->fifo);
+	c->close_ev = evtimer_new(srv->base, deferred_close_cb, c);
+	TAILQ_INSERT_TAIL(&srv->conns, c, link);
+	srv->nconns++;
+	metric_add(m_conns, 1);
+	return c;
+}
+
+/* Callbacks, I/O sizes, reading on: the bufferevents exist. */
+static void conn_start_io(struct proxy_conn *c)
+{
+	bufferevent_setcb(c->client, client_read_cb, client_write_cb, client_event_cb, c);
+	bufferevent_setcb(c->upstream, upstream_read_cb, upstream_write_cb, upstream_event_cb, c);
+	/* libevent moves 16 KiB per read/write call by default: a 1 MiB Fetch
+	 * response would take 64 loop passes each way */
+	bufferevent_set_max_single_read(c->upstream, SINGLE_IO_MAX);
+	bufferevent_set_max_single_write(c->client, SINGLE_IO_MAX);
+	bufferevent_set_max_single_read(c->client, SINGLE_IO_MAX);
+	bufferevent_set_max_single_write(c->upstream, SINGLE_IO_MAX);
+	bufferevent_enable(c->client, EV_READ | EV_WRITE);
+	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
+}
+
+void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
+		       const struct sockaddr *sa, int salen)
+{
+	struct proxy_server *srv = lst->srv;
+	(void)salen;
+	if (srv->shutting_down) {
+		evutil_closesocket(fd);
+		return;
+	}
+	struct proxy_conn *c = conn_new(lst, srv);
+	if (!c) {
+		evutil_closesocket(fd);
+		return;
+	}
 	conn_set_peer(c, sa);
+	metric_add(m_accepted, 1);
 
 	set_nodelay(fd);
 	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
@@ -215,32 +304,14 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	} else {
 		c->upstream = bufferevent_socket_new(srv->base, -1, opts);
 	}
-	TAILQ_INSERT_TAIL(&srv->conns, c, link);
-	srv->nconns++;
-	metric_add(m_conns, 1);
-	metric_add(m_accepted, 1);
-	if (!c->client || !c->upstream) {
+	if (!c->client || !c->upstream || !c->close_ev) {
 		if (!c->client)
 			evutil_closesocket(fd);
-		proxy_conn_close(c, "out of memory");
+		c->close_reason = "out of memory";
+		proxy_conn_free(c); /* the listener's callback: nothing else holds `c` */
 		return;
 	}
-	bufferevent_setcb(c->client, client_read_cb, client_write_cb, client_event_cb, c);
-	bufferevent_setcb(c->upstream, upstream_read_cb, upstream_write_cb, upstream_event_cb, c);
-	/* libevent moves 16 KiB per read/write call by default: a 1 MiB Fetch
-	 * response would take 64 loop passes each way */
-	bufferevent_set_max_single_read(c->upstream, SINGLE_IO_MAX);
-	bufferevent_set_max_single_write(c->client, SINGLE_IO_MAX);
-	bufferevent_set_max_single_read(c->client, SINGLE_IO_MAX);
-	bufferevent_set_max_single_write(c->upstream, SINGLE_IO_MAX);
-	bufferevent_enable(c->client, EV_READ | EV_WRITE);
-	bufferevent_enable(c->upstream, EV_READ | EV_WRITE);
-
-	c->close_ev = evtimer_new(srv->base, deferred_close_cb, c);
-	if (!c->close_ev) {
-		proxy_conn_close(c, "out of memory");
-		return;
-	}
+	conn_start_io(c);
 	c->connect_timer = evtimer_new(srv->base, connect_timeout_cb, c);
 	struct timeval tv = { srv->conf->upstream_connect_timeout_ms / 1000,
 			      (srv->conf->upstream_connect_timeout_ms % 1000) * 1000 };
@@ -256,14 +327,35 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	      c->peer, lst->upstream_host, lst->upstream_port);
 }
 
-void proxy_conn_close(struct proxy_conn *c, const char *reason)
+struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t client_fd,
+				      evutil_socket_t upstream_fd)
+{
+	struct proxy_conn *c = conn_new(NULL, srv);
+	if (!c)
+		return NULL;
+	snprintf(c->peer, sizeof(c->peer), "fd:%d", (int)client_fd);
+	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
+	c->client = bufferevent_socket_new(srv->base, client_fd, opts);
+	c->upstream = bufferevent_socket_new(srv->base, upstream_fd, opts);
+	if (!c->client || !c->upstream || !c->close_ev) {
+		proxy_conn_free(c);
+		return NULL;
+	}
+	conn_start_io(c);
+	c->upstream_up = true;
+	conn_set_state(c, PROXY_CONN_OPEN, NULL);
+	return c;
+}
+
+void proxy_conn_free(struct proxy_conn *c)
 {
 	struct proxy_server *srv = c->srv;
 	LOG_D("conn_close", "conn=%llu peer=%s reason=\"%s\" in_flight=%zu",
-	      (unsigned long long)c->id, c->peer, reason, c->nfifo);
+	      (unsigned long long)c->id, c->peer, c->close_reason ? c->close_reason : "", c->nfifo);
 	struct proxy_entry *e;
 	while ((e = TAILQ_FIRST(&c->fifo)))
 		proxy_entry_free(c, e);
+	proxy_rx_free(c);
 	if (c->connect_timer)
 		event_free(c->connect_timer);
 	if (c->close_ev)
@@ -276,7 +368,33 @@ void proxy_conn_close(struct proxy_conn *c, const char *reason)
 	srv->nconns--;
 	metric_add(m_conns, -1);
 	free(c);
+	/* give memory of large bursts back (field report: RSS stayed at 191 MiB
+	 * after six consumers had left) */
+	if (srv->bytes_since_trim > TRIM_AFTER && srv->queued_bytes == 0) {
+		srv->bytes_since_trim = 0;
+		malloc_trim(0);
+	}
 	proxy_server_conn_closed(srv);
+}
+
+void proxy_conn_close(struct proxy_conn *c, const char *reason)
+{
+	if (c->state == PROXY_CONN_CLOSING)
+		return;
+	conn_set_state(c, PROXY_CONN_CLOSING, reason);
+	if (c->client)
+		bufferevent_disable(c->client, EV_READ | EV_WRITE);
+	if (c->upstream)
+		bufferevent_disable(c->upstream, EV_READ | EV_WRITE);
+	struct event *evs[] = { c->rx.ev_read, c->rx.ev_write, c->tx.ev_read, c->tx.ev_write,
+				c->rx.ev_bulk };
+	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
+		if (evs[i])
+			event_del(evs[i]);
+	if (c->close_ev) {
+		event_del(c->close_ev);
+		event_active(c->close_ev, EV_TIMEOUT, 0);
+	}
 }
 
 /*
@@ -285,14 +403,17 @@ void proxy_conn_close(struct proxy_conn *c, const char *reason)
  */
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
 {
-	if (c->state == PROXY_CONN_DRAINING)
+	if (c->state == PROXY_CONN_DRAINING || c->state == PROXY_CONN_CLOSING)
 		return;
-	c->state = PROXY_CONN_DRAINING;
-	c->close_reason = reason;
 	if (!c->client) { /* was LINGERING: nobody to send to */
-		event_active(c->close_ev, EV_TIMEOUT, 0);
+		proxy_conn_close(c, reason);
 		return;
 	}
+	conn_set_state(c, PROXY_CONN_DRAINING, reason);
+	struct event *evs[] = { c->tx.ev_read, c->tx.ev_write };
+	for (size_t i = 0; i < 2; i++)
+		if (evs[i])
+			event_del(evs[i]); /* no more client reads */
 	bufferevent_disable(c->client, EV_READ);
 	if (c->upstream)
 		bufferevent_disable(c->upstream, EV_READ);
@@ -303,36 +424,50 @@ void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
 void proxy_conn_update_flow(struct proxy_conn *c)
 {
 	const struct conf *cf = c->srv->conf;
-	if (c->state == PROXY_CONN_DRAINING || c->state == PROXY_CONN_LINGERING)
+	if (c->state != PROXY_CONN_OPEN && c->state != PROXY_CONN_CONNECTING)
 		return;
 	size_t up_out = evbuffer_get_length(bufferevent_get_output(c->upstream));
-	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client));
-	bool over_held = c->held_bytes > (size_t)cf->max_held_bytes_per_connection ||
-			 c->srv->held_bytes > (size_t)cf->max_held_bytes;
+	/* what the client has not taken yet: its output and responses queued behind the head */
+	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client)) + c->queued_bytes;
+	bool over_held = c->held_bytes + c->queued_bytes > (size_t)cf->max_held_bytes_per_connection ||
+			 c->srv->held_bytes + c->srv->queued_bytes > (size_t)cf->max_held_bytes;
 	bool pause_client = up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH ||
 			    (c->client_paused && up_out > FLOW_LOW);
 	if (pause_client != c->client_paused) {
 		c->client_paused = pause_client;
-		if (pause_client)
-			bufferevent_disable(c->client, EV_READ);
-		else
-			bufferevent_enable(c->client, EV_READ);
+		/* SPLICE: our own events read the client, the pipe is the window */
+		if (c->tx.state != PROXY_RX_SPLICE) {
+			if (pause_client)
+				bufferevent_disable(c->client, EV_READ);
+			else
+				bufferevent_enable(c->client, EV_READ);
+		}
 		LOG_D("backpressure", "conn=%llu side=client paused=%d upstream_out=%zu held=%zu "
-		      "in_flight=%zu", (unsigned long long)c->id, pause_client, up_out, c->held_bytes,
-		      c->nfifo);
+		      "queued=%zu in_flight=%zu", (unsigned long long)c->id, pause_client, up_out,
+		      c->held_bytes, c->queued_bytes, c->nfifo);
+		/* resumed (the release path calls us): a frame may already wait in
+		 * the input, and no read event will say so. Only on the transition:
+		 * a trigger on every call would spin while a streamed request
+		 * waits for the rest of a unit. */
+		if (!pause_client && evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
+			bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 	}
 	bool pause_up = cl_out > FLOW_HIGH || (c->upstream_paused && cl_out > FLOW_LOW);
 	if (pause_up != c->upstream_paused) {
 		c->upstream_paused = pause_up;
-		if (pause_up)
-			bufferevent_disable(c->upstream, EV_READ);
-		else
-			bufferevent_enable(c->upstream, EV_READ);
+		LOG_D("backpressure", "conn=%llu side=upstream paused=%d client_out=%zu",
+		      (unsigned long long)c->id, pause_up, cl_out);
+		/* SPLICE: our own events read upstream, the pipe is the window */
+		if (c->rx.state != PROXY_RX_SPLICE) {
+			if (pause_up)
+				bufferevent_disable(c->upstream, EV_READ);
+			else
+				bufferevent_enable(c->upstream, EV_READ);
+		}
+		/* bytes may already wait in the input: no read event will say so */
+		if (!pause_up && evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0)
+			bufferevent_trigger(c->upstream, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 	}
-	/* a client paused for held bytes resumes from the release path, which
-	 * calls us; a frame may already be waiting in its input */
-	if (!c->client_paused && evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
-		bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 }
 
 static const char *frame_hint(const uint8_t b[4])
@@ -345,53 +480,74 @@ static const char *frame_hint(const uint8_t b[4])
 	return "oversized or corrupt length prefix";
 }
 
-/*
- * Peek the 4-byte size of the next frame. Returns 1 with the body size in
- * *size when a whole frame is there (an empty body is a frame too: a raw SASL
- * v0 token may be empty), 0 when it is not there yet, -1 when the frame must
- * be refused.
- */
-static int frame_next(struct proxy_conn *c, struct evbuffer *in, const char *side,
-		      size_t *body)
+/* The body size in a 4-byte prefix; -1 when negative (never a Kafka frame). */
+static int32_t frame_size(const uint8_t b[4])
 {
-	uint8_t b[4];
-	size_t avail = evbuffer_get_length(in);
-	if (avail < 4)
-		return 0;
-	evbuffer_copyout(in, b, 4);
-	int32_t size = (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 |
-				 (uint32_t)b[2] << 8 | b[3]);
-	if (size < 0 || size > c->srv->conf->max_frame_bytes) {
-		metric_add(m_rejected_frames, 1);
-		LOG_W("frame_refused", "conn=%llu peer=%s side=%s size=%d max_frame_bytes=%lld hint=\"%s\"",
-		      (unsigned long long)c->id, c->peer, side, size,
-		      (long long)c->srv->conf->max_frame_bytes, frame_hint(b));
-		return -1;
-	}
-	if (avail < (size_t)size + 4)
-		return 0;
-	*body = (size_t)size;
-	return 1;
+	return (int32_t)((uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3]);
+}
+
+static void frame_refused(struct proxy_conn *c, const char *side, int32_t size, const uint8_t b[4],
+			  const char *why)
+{
+	metric_add(m_rejected_frames, 1);
+	LOG_W("frame_refused", "conn=%llu peer=%s side=%s size=%d max_frame_bytes=%lld hint=\"%s\"",
+	      (unsigned long long)c->id, c->peer, side, size,
+	      (long long)c->srv->conf->max_frame_bytes, why ? why : frame_hint(b));
 }
 
 /*
- * Forward the complete frames in the client's input: while not paused, or
- * all of them (`all`: the client closed, nothing more will come). Returns -1
- * when the connection was closed.
+ * Forward the frames in the client's input: while not paused, or all of
+ * them (`all`: the client closed, nothing more will come). A Produce request
+ * above PROXY_STREAM_MIN_REQUEST streams upstream as it arrives (stream.c); other
+ * requests wait until whole (limits.max_frame_bytes). Returns -1 when the
+ * connection is closing.
  */
 static int client_frames(struct proxy_conn *c, bool all)
 {
 	struct evbuffer *in = bufferevent_get_input(c->client);
-	while ((all || !c->client_paused) && c->state != PROXY_CONN_DRAINING) {
-		size_t size;
-		int rc = frame_next(c, in, "client", &size);
-		if (rc == 0)
+	while ((all || !c->client_paused) &&
+	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
+		c->state == PROXY_CONN_LINGERING)) {
+		if (c->tx.state != PROXY_RX_FRAME) {
+			int rc = proxy_tx_pump(c);
+			if (rc < 0)
+				return -1;
+			if (!all)
+				proxy_conn_update_flow(c);
+			if (rc == 0)
+				break;
+			continue;
+		}
+		size_t avail = evbuffer_get_length(in);
+		if (avail < 4)
 			break;
-		if (rc < 0) {
+		uint8_t b[4];
+		evbuffer_copyout(in, b, 4);
+		int32_t size = frame_size(b);
+		if (size < 0) {
+			frame_refused(c, "client", size, b, NULL);
 			proxy_conn_close(c, "client frame refused");
 			return -1;
 		}
-		if (proxy_request_handle(c, in, size) < 0) {
+		if ((size_t)size > PROXY_STREAM_MIN_REQUEST && c->state != PROXY_CONN_LINGERING) {
+			int rc = proxy_tx_start(c, (size_t)size);
+			if (rc < 0) {
+				proxy_conn_close(c, "malformed client frame");
+				return -1;
+			}
+			if (rc == 0)
+				break;
+			if (rc == 1)
+				continue;
+		}
+		if (size > c->srv->conf->max_frame_bytes) {
+			frame_refused(c, "client", size, b, NULL);
+			proxy_conn_close(c, "client frame refused");
+			return -1;
+		}
+		if (avail < (size_t)size + 4)
+			break;
+		if (proxy_request_handle(c, in, (size_t)size) < 0) {
 			metric_add(m_rejected_frames, 1);
 			proxy_conn_close(c, "malformed client frame");
 			return -1;
@@ -399,11 +555,18 @@ static int client_frames(struct proxy_conn *c, bool all)
 		if (!all)
 			proxy_conn_update_flow(c);
 	}
-	return 0;
+	return c->state == PROXY_CONN_CLOSING ? -1 : 0;
+}
+
+void proxy_conn_client_frames(struct proxy_conn *c)
+{
+	if (c->client)
+		client_frames(c, false);
 }
 
 static void client_read_cb(struct bufferevent *bev, void *arg)
 {
+	(void)bev;
 	client_frames(arg, false);
 }
 
@@ -413,15 +576,29 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
  * first if it is in progress — and the responses it is owed are read and
  * dropped, so the upstream socket closes with FIN after the last byte, not
  * RST over unread data; then the pair is freed. upstream.close_linger_ms
- * bounds the wait. Responses already received (held or ready) are dropped
- * at once, their gate waits cancelled. No client reads, so memory is what
- * was already buffered.
+ * bounds the wait. Responses already received (held, ready or streaming) are
+ * dropped at once, their gate waits cancelled; the rest of a streamed one is
+ * read and dropped. No client reads, so memory is what was already buffered.
  */
-static void conn_linger(struct proxy_conn *c, const char *reason)
+void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
 {
+	if (c->state == PROXY_CONN_DRAINING || !c->upstream) {
+		proxy_conn_close(c, reason);
+		return;
+	}
+	if (c->state == PROXY_CONN_CLOSING || c->state == PROXY_CONN_LINGERING)
+		return;
 	if (client_frames(c, true) < 0)
 		return;
+	if (c->tx.state != PROXY_RX_FRAME) {
+		/* a request cut short can only be ended by closing the broker's side too */
+		LOG_W("client_closed_mid_request", "conn=%llu peer=%s bytes_left=%zu",
+		      (unsigned long long)c->id, c->peer, c->tx.left);
+		proxy_conn_close(c, "client closed in the middle of a request");
+		return;
+	}
 	size_t partial = evbuffer_get_length(bufferevent_get_input(c->client));
+	proxy_rx_client_gone(c);
 	bufferevent_free(c->client);
 	c->client = NULL;
 	c->client_paused = false;
@@ -432,9 +609,8 @@ static void conn_linger(struct proxy_conn *c, const char *reason)
 			proxy_entry_free(c, e);
 	}
 	proxy_server_resume_paused(c->srv); /* held bytes may have gone down */
-	c->state = PROXY_CONN_LINGERING;
-	c->close_reason = reason;
-	if (c->upstream_paused) {
+	conn_set_state(c, PROXY_CONN_LINGERING, reason);
+	if (c->upstream_paused || c->rx.state == PROXY_RX_STREAM) {
 		c->upstream_paused = false;
 		bufferevent_enable(c->upstream, EV_READ);
 	}
@@ -445,27 +621,75 @@ static void conn_linger(struct proxy_conn *c, const char *reason)
 	      "unsent_bytes=%zu responses_owed=%zu partial_frame_bytes=%zu",
 	      (unsigned long long)c->id, c->peer, reason, c->upstream_up,
 	      evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo, partial);
-	linger_check(c);
+	/* the rest of a streamed frame may be waiting in the input already */
+	proxy_conn_upstream_frames(c);
+}
+
+/*
+ * Handle what the upstream input holds: the rest of a streamed response,
+ * then frame after frame. A frame above PROXY_STREAM_MIN is streamed when
+ * nothing in it is rewritten (no size cap); others wait until whole, up to
+ * limits.max_frame_bytes.
+ */
+void proxy_conn_upstream_frames(struct proxy_conn *c)
+{
+	while (c->upstream && !c->upstream_paused &&
+	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
+		c->state == PROXY_CONN_LINGERING)) {
+		struct evbuffer *in = bufferevent_get_input(c->upstream);
+		if (c->rx.state != PROXY_RX_FRAME) {
+			int rc = proxy_rx_pump(c);
+			if (rc < 0)
+				return; /* closing */
+			proxy_conn_update_flow(c); /* the window: pause the broker past it */
+			if (rc == 0)
+				return; /* waiting for bytes, the client or the kernel */
+			continue;
+		}
+		size_t avail = evbuffer_get_length(in);
+		if (avail < 4)
+			break;
+		uint8_t b[4];
+		evbuffer_copyout(in, b, 4);
+		int32_t size = frame_size(b);
+		if (size < 0) {
+			frame_refused(c, "upstream", size, b, NULL);
+			proxy_conn_close(c, "malformed upstream frame");
+			return;
+		}
+		if ((size_t)size > PROXY_STREAM_MIN) {
+			int rc = proxy_response_stream_start(c, in, (size_t)size);
+			if (rc < 0) {
+				proxy_conn_close(c, "malformed upstream frame");
+				return;
+			}
+			if (rc == 0)
+				break;
+			if (rc == 1)
+				continue;
+			if (size > c->srv->conf->max_frame_bytes) {
+				frame_refused(c, "upstream", size, b,
+					      "a response syncgate rewrites, above limits.max_frame_bytes");
+				proxy_conn_close(c, "upstream frame refused");
+				return;
+			}
+		}
+		if (avail < (size_t)size + 4)
+			break;
+		if (proxy_response_handle(c, in, (size_t)size) < 0) {
+			proxy_conn_close(c, "malformed upstream frame");
+			return;
+		}
+		proxy_conn_update_flow(c);
+	}
+	if (c->upstream)
+		linger_check(c);
 }
 
 static void upstream_read_cb(struct bufferevent *bev, void *arg)
 {
-	struct proxy_conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
-	while (!c->upstream_paused) {
-		size_t size;
-		int rc = frame_next(c, in, "upstream", &size);
-		if (rc == 0)
-			break;
-		if (rc < 0 || proxy_response_handle(c, in, size) < 0) {
-			proxy_conn_close(c, "malformed upstream frame");
-			return;
-		}
-		if (c->state == PROXY_CONN_DRAINING)
-			return; /* closed by the handler */
-		proxy_conn_update_flow(c);
-	}
-	linger_check(c);
+	(void)bev;
+	proxy_conn_upstream_frames(arg);
 }
 
 static void client_write_cb(struct bufferevent *bev, void *arg)
@@ -476,14 +700,27 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 		proxy_conn_close(c, c->close_reason);
 		return;
 	}
+	if (c->state == PROXY_CONN_CLOSING)
+		return;
 	proxy_conn_update_flow(c);
+	/* a streamed response waits for an empty output before it splices */
+	if (c->rx.state == PROXY_RX_STREAM && !c->upstream_paused)
+		proxy_conn_upstream_frames(c);
 }
 
 static void upstream_write_cb(struct bufferevent *bev, void *arg)
 {
-	linger_check(arg);
-	proxy_conn_update_flow(arg);
+	struct proxy_conn *c = arg;
+	(void)bev;
+	if (c->state == PROXY_CONN_CLOSING)
+		return;
+	linger_check(c);
+	proxy_conn_update_flow(c);
+	/* a streamed request waits for an empty output before it splices */
+	if (c->tx.state == PROXY_RX_STREAM && c->client && !c->client_paused)
+		client_frames(c, false);
 }
+
 
 /*
  * Log the OpenSSL errors of a failed TLS connection, one line each, with a
@@ -515,27 +752,27 @@ static void log_tls_errors(struct proxy_conn *c, struct bufferevent *bev, const 
 static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
+	if (c->state == PROXY_CONN_CLOSING)
+		return;
 	if (what & BEV_EVENT_ERROR)
 		log_tls_errors(c, bev, "client");
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
-	const char *reason = (what & BEV_EVENT_EOF) ? "client closed" : "client error";
-	if (c->state == PROXY_CONN_DRAINING)
-		proxy_conn_close(c, reason);
-	else
-		conn_linger(c, reason);
+	proxy_conn_client_gone(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
 }
 
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
+	if (c->state == PROXY_CONN_CLOSING)
+		return;
 	if (what & BEV_EVENT_CONNECTED) {
 		set_nodelay(bufferevent_getfd(bev));
 		if (c->connect_timer)
 			evtimer_del(c->connect_timer);
 		c->upstream_up = true;
 		if (c->state == PROXY_CONN_CONNECTING)
-			c->state = PROXY_CONN_OPEN;
+			conn_set_state(c, PROXY_CONN_OPEN, NULL);
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
@@ -547,17 +784,25 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		}
 	}
-	if ((what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) && c->state == PROXY_CONN_LINGERING) {
+	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (c->state == PROXY_CONN_LINGERING) {
 		proxy_conn_close(c, "upstream closed while the client was gone");
 		return;
 	}
-	if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
-		/* Whatever is READY at the head still goes out; held responses are
-		 * dropped (never a false ack): the client sees the connection close
-		 * and retries. */
-		proxy_fifo_flush(c);
-		bufferevent_free(c->upstream);
-		c->upstream = NULL;
-		proxy_conn_drain_close(c, "upstream closed");
+	if (c->rx.state != PROXY_RX_FRAME || c->tx.state != PROXY_RX_FRAME) {
+		/* a frame is half through: it can only be ended by a close */
+		LOG_W("upstream_closed_mid_response", "conn=%llu peer=%s bytes_left=%zu",
+		      (unsigned long long)c->id, c->peer, c->rx.left);
+		proxy_conn_close(c, "upstream closed in the middle of a response");
+		return;
 	}
+	/* Whatever is READY at the head still goes out; held responses are
+	 * dropped (never a false ack): the client sees the connection close
+	 * and retries. */
+	proxy_fifo_flush(c);
+	proxy_rx_free(c);
+	bufferevent_free(c->upstream);
+	c->upstream = NULL;
+	proxy_conn_drain_close(c, "upstream closed");
 }

@@ -2,7 +2,17 @@
  * The per-connection correlation FIFO: one entry per request that expects a
  * response (acks=0 Produce takes none), in request order. Responses leave
  * only from the head, so a HELD entry holds everything behind it
- * (shared/DESIGN.md §3 invariant 2). Loop thread.
+ * (shared/DESIGN.md §3 invariant 2). A STREAMING entry (stream.c) at the
+ * head writes to the client as its bytes arrive; behind the head it collects
+ * them in `out`, counted with READY entries' `out` as queued bytes (the
+ * limits.max_held_bytes* caps and the stream window bound them). Loop thread.
+ *
+ * Entry states (proxy_entry_set_state() is the only code that changes one):
+ *   IN_FLIGHT → STREAMING → READY     a response forwarded as it arrives
+ *   IN_FLIGHT → READY                 a response buffered whole (rewritten or small)
+ *   IN_FLIGHT → HELD → READY          a gated Produce / clamped Fetch response
+ * An entry is freed when flushed (READY at the head) or when its connection
+ * closes; there is no error state: a bad response closes the connection.
  */
 #include <stdlib.h>
 
@@ -10,6 +20,7 @@
 
 static const char *const entry_state_names[PROXY_ENTRY_STATE_COUNT] = {
 	[PROXY_ENTRY_IN_FLIGHT] = "in_flight",
+	[PROXY_ENTRY_STREAMING] = "streaming",
 	[PROXY_ENTRY_HELD] = "held",
 	[PROXY_ENTRY_READY] = "ready",
 };
@@ -32,16 +43,44 @@ struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind 
 	return e;
 }
 
+/* Stop counting `e->out` as queued. */
+static void entry_unqueue(struct proxy_conn *c, struct proxy_entry *e)
+{
+	c->queued_bytes -= e->queued;
+	c->srv->queued_bytes -= e->queued;
+	e->queued = 0;
+}
+
+void proxy_entry_queue(struct proxy_conn *c, struct proxy_entry *e, size_t n)
+{
+	e->queued += n;
+	c->queued_bytes += n;
+	c->srv->queued_bytes += n;
+}
+
+void proxy_entry_set_state(struct proxy_conn *c, struct proxy_entry *e, enum proxy_entry_state s)
+{
+	LOG_D("entry_state", "conn=%llu api=%s correlation_id=%d from=%s to=%s",
+	      (unsigned long long)c->id, codec_api_name(e->api_key), e->correlation_id,
+	      proxy_entry_state_str(e->state), proxy_entry_state_str(s));
+	if (s == PROXY_ENTRY_READY && e->out) {
+		size_t n = evbuffer_get_length(e->out);
+		if (n > e->queued)
+			proxy_entry_queue(c, e, n - e->queued);
+	}
+	e->state = s;
+}
+
 void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e)
 {
+	if (c->rx.e == e)
+		c->rx.e = NULL; /* the rest of its frame is dropped as it arrives */
 	proxy_hold_cancel(c, e);
 	proxy_clamp_free(e);
+	entry_unqueue(c, e);
 	TAILQ_REMOVE(&c->fifo, e, link);
 	c->nfifo--;
-	if (e->produce) {
-		codec_produce_request_free(e->produce);
-		free(e->produce);
-	}
+	free(e->produce);
 	free(e->sasl_mechanism);
 	if (e->out)
 		evbuffer_free(e->out);
@@ -54,10 +93,20 @@ void proxy_fifo_flush(struct proxy_conn *c)
 	if (!c->client)
 		return;
 	struct evbuffer *out = bufferevent_get_output(c->client);
-	while ((e = TAILQ_FIRST(&c->fifo)) && e->state == PROXY_ENTRY_READY) {
-		if (e->out)
+	bool moved = false;
+	while ((e = TAILQ_FIRST(&c->fifo))) {
+		if (e->state != PROXY_ENTRY_READY && e->state != PROXY_ENTRY_STREAMING)
+			break;
+		if (e->out) {
 			evbuffer_add_buffer(out, e->out);
+			entry_unqueue(c, e);
+			moved = true;
+		}
+		if (e->state == PROXY_ENTRY_STREAMING)
+			break; /* the rest of it goes straight to the client (stream.c) */
 		proxy_entry_free(c, e);
 	}
+	if (moved)
+		proxy_server_resume_paused(c->srv);
 	proxy_server_conn_progress(c->srv, c);
 }

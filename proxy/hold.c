@@ -43,25 +43,66 @@ static bool acks_gated(const struct proxy_conn *c, int16_t acks)
 	return acks == -1 || (acks == 1 && c->srv->conf->gate_acks1 == CONF_ACKS1_GATE);
 }
 
-static const struct codec_produce_partition_req *
-request_partition(struct proxy_conn *c, const struct codec_produce_request *req,
-		  const char *topic, int32_t index)
+struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_request *req)
 {
+	size_t nparts = 0, names = 0;
+	for (size_t t = 0; t < req->ntopics; t++) {
+		nparts += req->topics[t].npartitions;
+		if (req->topics[t].name)
+			names += strlen(req->topics[t].name) + 1;
+	}
+	size_t size = sizeof(struct proxy_produce_sum) + nparts * sizeof(struct proxy_produce_part) +
+		      req->ntopics * sizeof(struct proxy_produce_topic) + names;
+	struct proxy_produce_sum *s = malloc(size);
+	if (!s)
+		return NULL;
+	s->acks = req->acks;
+	s->timeout_ms = req->timeout_ms;
+	s->ntopics = (uint32_t)req->ntopics;
+	s->nparts = (uint32_t)nparts;
+	s->parts = (struct proxy_produce_part *)(s + 1);
+	s->topics = (struct proxy_produce_topic *)(s->parts + nparts);
+	char *name = (char *)(s->topics + req->ntopics);
+	size_t i = 0;
 	for (size_t t = 0; t < req->ntopics; t++) {
 		const struct codec_produce_topic_req *rt = &req->topics[t];
-		const char *name = topic_name(c, rt->name, rt->topic_id);
-		if (!name || strcmp(name, topic))
-			continue;
+		s->topics[t].name = NULL;
+		memcpy(s->topics[t].topic_id, rt->topic_id, 16);
+		if (rt->name) {
+			size_t n = strlen(rt->name) + 1;
+			memcpy(name, rt->name, n);
+			s->topics[t].name = name;
+			name += n;
+		}
 		for (size_t p = 0; p < rt->npartitions; p++)
-			if (rt->partitions[p].index == index)
-				return &rt->partitions[p];
+			s->parts[i++] = (struct proxy_produce_part){
+				(uint32_t)t, rt->partitions[p].index, rt->partitions[p].offset_span,
+				(rt->partitions[p].last_batch.attributes & 0x10) != 0 };
+	}
+	return s;
+}
+
+/* The request's partition `index` of `topic`, and the topic's name as kept in the summary. */
+static const struct proxy_produce_part *request_partition(struct proxy_conn *c,
+							  const struct proxy_produce_sum *req,
+							  const char *topic, int32_t index,
+							  const char **kept_name)
+{
+	for (uint32_t i = 0; i < req->nparts; i++) {
+		const struct proxy_produce_part *q = &req->parts[i];
+		const struct proxy_produce_topic *rt = &req->topics[q->topic];
+		const char *name = topic_name(c, rt->name, rt->topic_id);
+		if (q->partition == index && name && !strcmp(name, topic)) {
+			*kept_name = name;
+			return q;
+		}
 	}
 	return NULL;
 }
 
-static bool any_topic_gated(struct proxy_conn *c, const struct codec_produce_request *req)
+static bool any_topic_gated(struct proxy_conn *c, const struct proxy_produce_sum *req)
 {
-	for (size_t t = 0; t < req->ntopics; t++) {
+	for (uint32_t t = 0; t < req->ntopics; t++) {
 		const char *name = topic_name(c, req->topics[t].name, req->topics[t].topic_id);
 		/* an id not learnt yet may name a gated topic: decode to find out */
 		if (!name || mirror_gate_is_gated(c->srv->gate, name))
@@ -81,9 +122,9 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 {
 	static int64_t last_ms = -60000;
 	const struct mirror_wait_part *wp = &e->parts[i];
-	const struct codec_produce_partition_req *q =
-		request_partition(c, e->produce, wp->topic, wp->partition);
-	if (!q || !(q->last_batch.attributes & 0x10) || mirror_now_ms() - last_ms < 60000)
+	const char *kept;
+	const struct proxy_produce_part *q = request_partition(c, e->produce, wp->topic, wp->partition, &kept);
+	if (!q || !q->transactional || mirror_now_ms() - last_ms < 60000)
 		return;
 	const struct conf *cf = c->srv->conf;
 	for (size_t m = 0; m < cf->nmirrors; m++) {
@@ -103,7 +144,7 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 	}
 }
 
-/* Encode the (patched) response into a READY frame. */
+/* Decode the kept response again, patch it and encode it into a READY frame. */
 static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 {
 	struct proxy_server *srv = c->srv;
@@ -112,6 +153,13 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 		.not_enough_remote_replicas_after_append =
 			srv->conf->code_not_enough_remote_replicas_after_append,
 	};
+	struct codec_produce_response resp;
+	struct codec_iov iov = { e->raw + e->hdr_len, e->raw_len - e->hdr_len };
+	if (codec_produce_response_decode(&iov, 1, e->api_version, &resp) != CODEC_OK) {
+		codec_produce_response_free(&resp);
+		return -1;
+	}
+	int rc = -1;
 	for (size_t i = 0; i < e->nparts; i++) {
 		struct mirror_wait_part *wp = &e->parts[i];
 		if (wp->outcome == MIRROR_SATISFIED)
@@ -125,9 +173,9 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 		if (sent != code)
 			metric_add(m_downmapped, 1);
 		struct codec_produce_partition_resp *p =
-			&e->resp->topics[e->part_pos[i].topic].partitions[e->part_pos[i].partition];
+			&resp.topics[e->part_pos[i].topic].partitions[e->part_pos[i].partition];
 		if (codec_produce_partition_fail(p, sent, wp->message) < 0)
-			return -1;
+			goto out;
 		if (wp->outcome == MIRROR_TIMEOUT)
 			warn_txn_timeout(c, e, i);
 		/* one line a second at most: a paused mirror fails every partition
@@ -145,14 +193,14 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 		last_log_ms = now;
 		suppressed = 0;
 	}
-	for (size_t i = 0; i < e->resp->nnode_endpoints; i++) {
-		struct codec_node_endpoint *n = &e->resp->node_endpoints[i];
+	for (size_t i = 0; i < resp.nnode_endpoints; i++) {
+		struct codec_node_endpoint *n = &resp.node_endpoints[i];
 		const char *host;
 		int32_t port;
 		if (proxy_advertise_endpoint(srv, n->node_id, n->host, n->port, &host, &port) == 0) {
 			char *h = strdup(host);
 			if (!h)
-				return -1;
+				goto out;
 			free(n->host);
 			n->host = h;
 			n->port = port;
@@ -160,24 +208,23 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 	}
 	struct codec_buf body;
 	codec_buf_init(&body, (size_t)srv->conf->max_frame_bytes);
-	if (codec_produce_response_encode(e->resp, e->api_version, &body) != CODEC_OK) {
+	if (codec_produce_response_encode(&resp, e->api_version, &body) != CODEC_OK ||
+	    !(e->out = evbuffer_new())) {
 		codec_buf_free(&body);
-		return -1;
-	}
-	e->out = evbuffer_new();
-	if (!e->out) {
-		codec_buf_free(&body);
-		return -1;
+		goto out;
 	}
 	size_t len = e->hdr_len + body.len;
 	uint8_t size[4] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8),
 			    (uint8_t)len };
 	evbuffer_add(e->out, size, 4);
-	evbuffer_add(e->out, e->hdr, e->hdr_len);
+	evbuffer_add(e->out, e->raw, e->hdr_len); /* the response header, verbatim */
 	evbuffer_add(e->out, body.data, body.len);
 	codec_buf_free(&body);
-	e->state = PROXY_ENTRY_READY;
-	return 0;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
+	rc = 0;
+out:
+	codec_produce_response_free(&resp);
+	return rc;
 }
 
 /* Give back the held bytes and let paused readers go on. */
@@ -192,16 +239,31 @@ static void hold_release_bytes(struct proxy_conn *c, struct proxy_entry *e)
 	e->held_bytes = 0;
 }
 
+/* Free what a held response kept (after it became READY, or on cancel). */
+static void hold_drop_raw(struct proxy_entry *e)
+{
+	free(e->raw);
+	free(e->parts);
+	free(e->part_pos);
+	e->raw = NULL;
+	e->parts = NULL;
+	e->part_pos = NULL;
+	e->nparts = 0;
+}
+
 static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t nparts)
 {
 	struct proxy_entry *e = arg;
 	struct proxy_conn *c = e->conn;
+	(void)parts;
+	(void)nparts;
 	e->wait = NULL;
 	hold_release_bytes(c, e);
 	if (hold_finish(c, e) < 0) {
 		proxy_conn_close(c, "could not encode a held Produce response");
 		return;
 	}
+	hold_drop_raw(e);
 	proxy_fifo_flush(c);
 	proxy_server_resume_paused(c->srv);
 }
@@ -210,31 +272,27 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov)
 {
 	hold_metrics_init();
-	const struct codec_produce_request *req = e->produce;
+	const struct proxy_produce_sum *req = e->produce;
 	if (!acks_gated(c, req->acks) || !any_topic_gated(c, req))
 		return 0;
-	struct codec_produce_response *resp = calloc(1, sizeof(*resp));
-	if (!resp)
-		return -1;
-	if (codec_produce_response_decode(iov, niov, e->api_version, resp) != CODEC_OK) {
-		codec_produce_response_free(resp);
-		free(resp);
+	/* decoded only to decide; what is held is the raw frame (decoded again at release) */
+	struct codec_produce_response resp;
+	if (codec_produce_response_decode(iov, niov, e->api_version, &resp) != CODEC_OK) {
+		codec_produce_response_free(&resp);
 		return -1;
 	}
 	size_t n = 0;
-	for (size_t t = 0; t < resp->ntopics; t++)
-		n += resp->topics[t].npartitions;
+	for (size_t t = 0; t < resp.ntopics; t++)
+		n += resp.topics[t].npartitions;
 	e->parts = calloc(n ? n : 1, sizeof(*e->parts));
 	e->part_pos = calloc(n ? n : 1, sizeof(*e->part_pos));
 	if (!e->parts || !e->part_pos) {
-		codec_produce_response_free(resp);
-		free(resp);
+		codec_produce_response_free(&resp);
 		return -1;
 	}
-	e->resp = resp;
 	e->nparts = 0;
-	for (size_t t = 0; t < resp->ntopics; t++) {
-		struct codec_produce_topic_resp *rt = &resp->topics[t];
+	for (size_t t = 0; t < resp.ntopics; t++) {
+		struct codec_produce_topic_resp *rt = &resp.topics[t];
 		const char *name = topic_name(c, rt->name, rt->topic_id);
 		for (size_t p = 0; p < rt->npartitions; p++) {
 			struct codec_produce_partition_resp *rp = &rt->partitions[p];
@@ -249,39 +307,49 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				snprintf(wp->message, sizeof(wp->message),
 					 "syncgate: unknown TopicId, cannot confirm mirrors");
 				metric_add(m_unknown_id, 1);
-				e->part_pos[e->nparts++] = (struct proxy_held_part){ t, p };
+				e->part_pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 				continue;
 			}
 			if (!mirror_gate_is_gated(c->srv->gate, name))
 				continue;
-			const struct codec_produce_partition_req *q =
-				request_partition(c, req, name, rp->index);
+			const char *kept = NULL;
+			const struct proxy_produce_part *q =
+				request_partition(c, req, name, rp->index, &kept);
 			if (!q || q->offset_span <= 0 || rp->base_offset < 0)
 				continue; /* nothing appended: nothing to wait for */
 			struct mirror_wait_part *wp = &e->parts[e->nparts];
-			wp->topic = name;
+			wp->topic = kept; /* the request summary's (or the TopicId map's) */
 			wp->partition = rp->index;
 			wp->last_offset = rp->base_offset + q->offset_span - 1;
 			wp->outcome = MIRROR_PENDING;
-			e->part_pos[e->nparts++] = (struct proxy_held_part){ t, p };
+			e->part_pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 		}
 	}
+	codec_produce_response_free(&resp);
 	if (e->nparts == 0) {
 		/* nothing gated after all: forward the original bytes */
-		codec_produce_response_free(resp);
-		free(resp);
-		e->resp = NULL;
+		free(e->parts);
+		free(e->part_pos);
+		e->parts = NULL;
+		e->part_pos = NULL;
 		return 0;
 	}
-	/* keep the response header (correlation id, tags) verbatim */
-	e->hdr = malloc(hdr_len);
-	if (!e->hdr)
+	/* keep the frame (header and body) verbatim; parts shrink to what is held */
+	e->raw = malloc(len);
+	if (!e->raw)
 		return -1;
-	e->hdr_len = hdr_len;
-	struct evbuffer_ptr hp;
-	evbuffer_ptr_set(in, &hp, 4, EVBUFFER_PTR_SET);
-	evbuffer_copyout_from(in, &hp, e->hdr, hdr_len);
-	evbuffer_drain(in, len + 4);
+	evbuffer_drain(in, 4);
+	evbuffer_remove(in, e->raw, len);
+	e->raw_len = (uint32_t)len;
+	e->hdr_len = (uint32_t)hdr_len;
+	if (e->nparts < n) {
+		void *p = realloc(e->parts, e->nparts * sizeof(*e->parts));
+		void *q = realloc(e->part_pos, e->nparts * sizeof(*e->part_pos));
+		if (p)
+			e->parts = p;
+		if (q)
+			e->part_pos = q;
+	}
 
 	e->conn = c;
 	e->held_bytes = len + 4 + sizeof(*e) + e->nparts * (sizeof(*e->parts) + sizeof(*e->part_pos));
@@ -297,7 +365,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	if (timeout > c->srv->conf->gate_max_hold_ms ||
 	    proxy_client_timeout_answer(c) == PROXY_ANSWER_HOLD)
 		timeout = c->srv->conf->gate_max_hold_ms;
-	e->state = PROXY_ENTRY_HELD;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_HELD);
 	/* parts already failed safe (unknown TopicId) are left as they are by the gate */
 	e->wait = mirror_gate_wait(c->srv->gate, e->parts, e->nparts, e->arrival_ms + timeout,
 				   hold_done_cb, e);
@@ -306,6 +374,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		hold_release_bytes(c, e);
 		if (hold_finish(c, e) < 0)
 			return -1;
+		hold_drop_raw(e);
 		proxy_fifo_flush(c);
 	}
 	return 1;
@@ -318,15 +387,5 @@ void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e)
 		e->wait = NULL;
 	}
 	hold_release_bytes(c, e);
-	if (e->resp) {
-		codec_produce_response_free(e->resp);
-		free(e->resp);
-		e->resp = NULL;
-	}
-	free(e->parts);
-	free(e->part_pos);
-	free(e->hdr);
-	e->parts = NULL;
-	e->part_pos = NULL;
-	e->hdr = NULL;
+	hold_drop_raw(e);
 }

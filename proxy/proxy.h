@@ -41,6 +41,8 @@ struct proxy_conn;
 /** Where a request's response stands. */
 enum proxy_entry_state {
 	PROXY_ENTRY_IN_FLIGHT, /* forwarded upstream, response not yet received */
+	PROXY_ENTRY_STREAMING, /* response arriving, forwarded as it comes (stream.c): to the
+				* client when at the FIFO head, else into `out` */
 	PROXY_ENTRY_HELD,      /* response received, held by the sync gate */
 	PROXY_ENTRY_READY,     /* response bytes in `out`, waiting for its turn */
 	PROXY_ENTRY_STATE_COUNT
@@ -56,9 +58,32 @@ enum proxy_entry_kind {
 
 /** The gate's view of one held partition (topic borrowed from the request). */
 struct proxy_held_part {
-	size_t topic;      /* index into the decoded response's topics */
-	size_t partition;  /* index into that topic's partitions */
+	uint32_t topic;      /* index into the response's topics */
+	uint32_t partition;  /* index into that topic's partitions */
 };
+
+/**
+ * What a Produce response needs from its request, kept while the request is
+ * in flight (and its response held) instead of the decoded request: one
+ * allocation, ~16 bytes a partition plus the topic names.
+ */
+struct proxy_produce_sum {
+	int16_t acks;
+	int32_t timeout_ms;
+	uint32_t ntopics, nparts;
+	struct proxy_produce_topic {
+		const char *name;        /* v3–v12, in this allocation; NULL in v13 */
+		uint8_t topic_id[16];    /* v13 */
+	} *topics;
+	struct proxy_produce_part {
+		uint32_t topic;          /* index into topics */
+		int32_t partition;
+		int64_t offset_span;     /* Σ (lastOffsetDelta + 1) over its batches */
+		bool transactional;      /* its last RecordBatch is transactional (attributes bit 4) */
+	} *parts;
+};
+/** Summarise a decoded Produce request (one allocation; free()). NULL on ENOMEM. */
+struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_request *req);
 
 /** One request awaiting (or holding) its response, in request order. */
 struct proxy_entry {
@@ -70,22 +95,25 @@ struct proxy_entry {
 	int16_t api_version;       /* as sent upstream */
 	int16_t client_version;    /* as the client sent it (Produce v14 → 13 upstream) */
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
-	struct codec_produce_request *produce; /* acks=all/1 Produce: decoded request; owned */
+	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
 	/* HELD */
 	struct proxy_conn *conn;               /* back pointer for the gate's callback */
-	uint8_t *hdr;                          /* response header bytes, verbatim; owned */
-	size_t hdr_len;
-	struct codec_produce_response *resp;   /* owned */
-	struct mirror_wait_part *parts;        /* owned; topic names borrowed from the entry */
+	uint8_t *raw;                          /* the broker's response frame body (header
+						* included), decoded again at release; owned */
+	uint32_t raw_len, hdr_len;
+	struct mirror_wait_part *parts;        /* owned; topic names borrowed from `produce` or
+						* the TopicId map */
 	struct proxy_held_part *part_pos;      /* owned, parallel to parts */
 	size_t nparts;
 	struct mirror_wait *wait;
 	size_t held_bytes;         /* response size counted against the hold caps */
 	struct proxy_clamp *clamp; /* consumer Fetch/ListOffsets/OffsetForLeaderEpoch: clamp to the
 				    * mirrored HW (clamp.c; HELD while a Fetch waits); owned */
-	/* READY */
-	struct evbuffer *out;      /* the response frame, size prefix included */
+	/* STREAMING, READY */
+	struct evbuffer *out;      /* the response frame (or what arrived of it), size prefix
+				    * included; NULL when it went straight to the client */
+	size_t queued;             /* bytes of `out` counted in the queued-bytes caps */
 };
 TAILQ_HEAD(proxy_fifo, proxy_entry);
 
@@ -93,12 +121,51 @@ TAILQ_HEAD(proxy_fifo, proxy_entry);
 /* Connections                                                              */
 /* ------------------------------------------------------------------------ */
 
+/** How the frame arriving on one side moves to the other (stream.c). */
+enum proxy_rx_state {
+	PROXY_RX_FRAME,        /* between frames, or a frame buffered whole before it is handled */
+	PROXY_RX_STREAM,       /* a frame forwarded as it arrives: structure parsed unit by unit,
+				* record bytes passed without being looked at */
+	PROXY_RX_SPLICE,       /* record bytes moving socket → pipe → socket in the kernel */
+	PROXY_RX_STATE_COUNT
+};
+const char *proxy_rx_state_str(enum proxy_rx_state s);
+
+/**
+ * One direction's streamed frame: `rx` a response from the broker to the
+ * client, `tx` a Produce request from the client to the broker.
+ */
+struct proxy_rx {
+	enum proxy_rx_state state;
+	struct proxy_entry *e;         /* the entry it answers (rx) or opened (tx); NULL: rx
+				        * dropped (client gone), tx acks=0 */
+	size_t left;                   /* bytes of the frame not consumed yet */
+	size_t opaque;                 /* of those, bytes passed without parsing (records) */
+	bool scan;                     /* rx: Fetch v16+, walk to the tail tags; tx: always */
+	struct codec_fetch_stream fs;  /* rx */
+	struct codec_produce_stream ps; /* tx */
+	struct codec_produce_request *req; /* tx: what the scan saw, summarised at the end */
+	int16_t client_version;        /* tx: Produce version as the client sent it */
+	int32_t correlation_id;        /* tx */
+	int pipe[2];                   /* splice pipe (read end, write end); -1 until needed */
+	size_t pipe_cap;               /* pipe capacity, bytes */
+	size_t in_pipe;                /* bytes in the pipe */
+	struct event *ev_bulk;         /* rx STREAM copying: our own 256 KiB reads of the plaintext
+				        * upstream (a bufferevent reads 4 KiB at a time) */
+	bool bulk;                     /* ev_bulk is reading instead of the bufferevent */
+	bool wait_drain;               /* source reads off until the destination's output is
+				        * written, so the rest can be spliced */
+	struct event *ev_read;         /* SPLICE: upstream readable */
+	struct event *ev_write;        /* SPLICE: client writable */
+};
+
 /** Connection pair state. */
 enum proxy_conn_state {
 	PROXY_CONN_CONNECTING, /* client accepted, upstream connect in progress */
 	PROXY_CONN_OPEN,       /* both sides up; frames flow */
 	PROXY_CONN_DRAINING,   /* upstream closed: flush what's owed to the client, then close */
 	PROXY_CONN_LINGERING,  /* client gone: deliver what it sent, read what is owed, then close */
+	PROXY_CONN_CLOSING,    /* error or done: nothing moves any more, freed from close_ev */
 	PROXY_CONN_STATE_COUNT
 };
 const char *proxy_conn_state_str(enum proxy_conn_state s);
@@ -118,6 +185,9 @@ struct proxy_conn {
 	struct proxy_fifo fifo;        /* requests awaiting responses, in order */
 	size_t nfifo;
 	size_t held_bytes;             /* bytes of held responses */
+	size_t queued_bytes;           /* bytes of responses waiting behind the FIFO head */
+	struct proxy_rx rx;            /* the response arriving from the broker */
+	struct proxy_rx tx;            /* the Produce request arriving from the client */
 	int sasl_raw_left;             /* raw SASL v0 exchanges still expected; -1 unknown count */
 	bool sasl_raw;                 /* between SaslHandshake v0 and authentication end */
 	bool client_paused;            /* client reads disabled by backpressure */
@@ -160,6 +230,8 @@ struct proxy_server {
 	SSL_CTX *upstream_tls;         /* NULL: plaintext upstream */
 	struct proxy_topic_ids *topic_ids;
 	size_t held_bytes;             /* global held bytes (limits.max_held_bytes) */
+	size_t queued_bytes;           /* global queued bytes (with held_bytes: limits.max_held_bytes) */
+	uint64_t bytes_since_trim;     /* response bytes moved through user space since malloc_trim */
 	size_t nconns;
 	uint64_t next_conn_id;
 	bool broker_has_produce_v13;   /* learnt from ApiVersions responses */
@@ -216,7 +288,25 @@ void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
 int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len, struct codec_iov *iov, int max);
 void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 		       const struct sockaddr *sa, int salen);
+/**
+ * Close the pair: nothing moves any more (CLOSING), the free happens from the
+ * close event, never inside a callback that may still touch `c`.
+ */
 void proxy_conn_close(struct proxy_conn *c, const char *reason);
+/**
+ * A pair over two connected plaintext sockets, OPEN at once (tests: the
+ * upstream is a socketpair, not a broker). NULL on failure. Loop thread.
+ */
+struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t client_fd,
+				      evutil_socket_t upstream_fd);
+/** Free the pair now (server teardown, the close event). */
+void proxy_conn_free(struct proxy_conn *c);
+/** The client closed or failed: linger (deliver what it sent, read what is owed). */
+void proxy_conn_client_gone(struct proxy_conn *c, const char *reason);
+/** Handle the frames waiting in the upstream input (after a splice run, a resume). */
+void proxy_conn_upstream_frames(struct proxy_conn *c);
+/** Handle the frames waiting in the client input (after a splice run). */
+void proxy_conn_client_frames(struct proxy_conn *c);
 /** Stop reading, send what is owed to the client, then close (at once when LINGERING). */
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
 /** Re-check backpressure marks after held bytes or buffers changed. */
@@ -237,16 +327,73 @@ int proxy_keepalive_start(struct proxy_server *srv);
 /* fifo.c */
 struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind kind);
 void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e);
+/**
+ * The one place an entry's state changes: logs the transition at debug.
+ * READY counts `out` in the queued-bytes caps until it is flushed.
+ */
+void proxy_entry_set_state(struct proxy_conn *c, struct proxy_entry *e, enum proxy_entry_state s);
+/** Count `n` more bytes of `e->out` as queued (a streamed response behind the head). */
+void proxy_entry_queue(struct proxy_conn *c, struct proxy_entry *e, size_t n);
 /** Move every READY entry at the head of the FIFO to the client, in order. */
 void proxy_fifo_flush(struct proxy_conn *c);
 
 /* request.c: one complete client frame of `len` body bytes at the head of `in` */
+/** Count a client request of `len` body bytes in the metrics (`produce`: a Produce). */
+void proxy_request_count(struct proxy_conn *c, size_t len, bool produce);
+/** Count an acks=0 Produce request. */
+void proxy_request_count_acks0(void);
 /** Raw SASL token exchanges after SaslHandshake v0 for `mechanism`; -1 unknown. */
 int proxy_sasl_raw_exchanges(const char *mechanism);
 int proxy_request_handle(struct proxy_conn *c, struct evbuffer *frame, size_t len);
 
 /* response.c: one complete upstream frame */
 int proxy_response_handle(struct proxy_conn *c, struct evbuffer *frame, size_t len);
+/**
+ * A response of `len` body bytes starts at the head of `in` (not all there):
+ * stream it when nothing in it is rewritten but the tail tags of Fetch v16+
+ * (stream.c). Returns 1 when the stream started (c->rx), 2 when it must be
+ * buffered whole, 0 when more bytes are needed to decide, -1 on a bad frame.
+ */
+int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_t len);
+
+/* stream.c: responses forwarded as they arrive, records spliced */
+/* Frames above this are streamed when nothing but tail tags is rewritten. */
+#define PROXY_STREAM_MIN (64u << 10)
+/*
+ * Produce requests above this stream upstream; smaller ones are buffered
+ * whole. Measured (docs/benchmarks.md, 2026-12-01): a producer's requests are
+ * ≤ 1 MiB (max.request.size) of ~16 KiB batches, and walking them batch by
+ * batch costs more than the copy it could save (the client input is rarely
+ * empty, so there is nothing to splice); streaming pays off for large
+ * requests, and bounds memory for those above limits.max_frame_bytes.
+ */
+#define PROXY_STREAM_MIN_REQUEST (1u << 20)
+/**
+ * Start streaming the `len`-byte frame at the head of the upstream input for
+ * `e` (its response header is `hdr_len` bytes; `scan`: Fetch v16+, walk the
+ * body to rewrite its tail tags).
+ */
+void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, size_t hdr_len,
+		    bool scan);
+/**
+ * Move what can move of the streamed frame. Returns 1 when the frame is
+ * done (c->rx back to FRAME), 0 when waiting (bytes, the client, the
+ * kernel), -1 when the connection is closing.
+ */
+int proxy_rx_pump(struct proxy_conn *c);
+/** The client went away: drop the rest of the streamed frame as it comes. */
+void proxy_rx_client_gone(struct proxy_conn *c);
+/** Release both directions' splice pipes and events (before either socket closes). */
+void proxy_rx_free(struct proxy_conn *c);
+/**
+ * A request of `len` body bytes starts at the head of the client input:
+ * stream it when it is a Produce request above PROXY_STREAM_MIN_REQUEST. Returns 1
+ * when the stream started (c->tx), 2 when it must be buffered whole, 0 when
+ * more bytes are needed to decide, -1 on a bad frame.
+ */
+int proxy_tx_start(struct proxy_conn *c, size_t len);
+/** As proxy_rx_pump(), for the request in c->tx. */
+int proxy_tx_pump(struct proxy_conn *c);
 
 /* hold.c: gated Produce responses */
 /**

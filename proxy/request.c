@@ -29,6 +29,20 @@ static void request_metrics_init(void)
 				 "Client requests by API.", "api=\"other\"", NULL, 0);
 }
 
+void proxy_request_count(struct proxy_conn *c, size_t len, bool produce)
+{
+	(void)c;
+	request_metrics_init();
+	metric_add(m_bytes_in, (double)len + 4);
+	metric_add(m_frames[produce ? 0 : 1], 1);
+}
+
+void proxy_request_count_acks0(void)
+{
+	request_metrics_init();
+	metric_add(m_acks0, 1);
+}
+
 /* Which of the SASL v0 mechanisms take a known number of raw exchanges. */
 int proxy_sasl_raw_exchanges(const char *mechanism)
 {
@@ -164,7 +178,12 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 	e->api_key = h->api_key;
 	e->client_version = h->api_version;
 	e->api_version = wire_version;
-	e->produce = req;
+	/* the decoded request is large (tags, batch headers): keep a summary */
+	e->produce = proxy_produce_sum_new(req);
+	codec_produce_request_free(req);
+	free(req);
+	if (!e->produce)
+		return -1;
 	if (h->api_version == CODEC_PRODUCE_V14)
 		produce_v14_to_v13(in);
 	forward(c, in, len);

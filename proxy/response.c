@@ -40,14 +40,14 @@ static void respond_unchanged(struct proxy_conn *c, struct proxy_entry *e,
 {
 	if (e == TAILQ_FIRST(&c->fifo)) {
 		evbuffer_remove_buffer(in, bufferevent_get_output(c->client), len + 4);
-		e->state = PROXY_ENTRY_READY;
+		proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	} else {
 		e->out = evbuffer_new();
 		if (e->out)
 			evbuffer_remove_buffer(in, e->out, len + 4);
 		else
 			evbuffer_drain(in, len + 4);
-		e->state = PROXY_ENTRY_READY;
+		proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	}
 	proxy_fifo_flush(c);
 }
@@ -72,7 +72,7 @@ static int respond_spliced(struct proxy_conn *c, struct proxy_entry *e, struct e
 	evbuffer_add(out, s->ins.data, s->ins.len);
 	evbuffer_remove_buffer(in, out, len - body_off - s->off - s->del);
 	e->out = out;
-	e->state = PROXY_ENTRY_READY;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	metric_add(m_rewritten, 1);
 	proxy_fifo_flush(c);
 	return 0;
@@ -149,7 +149,7 @@ static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 	if (niov >= 0)
 		learn_topic_ids(c, iov, niov, e->api_version);
 	evbuffer_drain(in, len + 4);
-	e->state = PROXY_ENTRY_READY;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
 }
 
@@ -269,4 +269,54 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		respond_unchanged(c, e, in, len);
 	codec_buf_free(&s.ins);
 	return rc;
+}
+
+int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_t len)
+{
+	response_metrics_init();
+	struct proxy_entry *e;
+	TAILQ_FOREACH(e, &c->fifo, link)
+		if (e->state == PROXY_ENTRY_IN_FLIGHT)
+			break;
+	if (!e) {
+		LOG_W("response_unexpected", "conn=%llu peer=%s size=%zu",
+		      (unsigned long long)c->id, c->peer, len);
+		return -1;
+	}
+	if (e->kind == PROXY_ENTRY_INTERNAL)
+		return 2;
+	size_t hdr_len = 0;
+	bool scan = false;
+	if (e->kind == PROXY_ENTRY_KAFKA) {
+		int16_t key = e->api_key, version = e->api_version;
+		bool fetch_tail = key == CODEC_API_FETCH && codec_response_has_endpoints(key, version);
+		if (e->clamp || (key == CODEC_API_PRODUCE && e->produce) ||
+		    key == CODEC_API_API_VERSIONS || key == CODEC_API_SASL_HANDSHAKE ||
+		    (codec_response_has_endpoints(key, version) && !fetch_tail))
+			return 2; /* rewritten: buffered whole (limits.max_frame_bytes) */
+		struct codec_iov iov[PROXY_MAX_IOV];
+		size_t avail = evbuffer_get_length(in) - 4;
+		size_t peek = len < 64 ? len : 64;
+		if (avail < peek)
+			return 0;
+		int niov = proxy_buf_iov(in, 4, peek, iov, PROXY_MAX_IOV);
+		int32_t correlation_id;
+		scan = fetch_tail;
+		enum codec_err err = niov < 0 ? CODEC_ERR_BAD_MSG
+					      : codec_response_header_decode(iov, niov, key, version,
+									     &correlation_id, &hdr_len);
+		if (err == CODEC_ERR_UNDERFLOW && peek < len)
+			return 2; /* a header longer than 64 bytes (tags): rare, buffer whole */
+		if (err != CODEC_OK)
+			return -1;
+		if (correlation_id != e->correlation_id) {
+			LOG_W("correlation_mismatch", "conn=%llu api=%s expected=%d got=%d",
+			      (unsigned long long)c->id, codec_api_name(key), e->correlation_id,
+			      correlation_id);
+			return -1;
+		}
+	}
+	metric_add(m_bytes_out, (double)len + 4);
+	proxy_rx_start(c, e, len, hdr_len, scan);
+	return 1;
 }

@@ -9,18 +9,6 @@
 
 #include "proxy/proxy.h"
 
-static const char *const conn_state_names[PROXY_CONN_STATE_COUNT] = {
-	[PROXY_CONN_CONNECTING] = "connecting",
-	[PROXY_CONN_OPEN] = "open",
-	[PROXY_CONN_DRAINING] = "draining",
-	[PROXY_CONN_LINGERING] = "lingering",
-};
-
-const char *proxy_conn_state_str(enum proxy_conn_state s)
-{
-	return s < PROXY_CONN_STATE_COUNT ? conn_state_names[s] : "?";
-}
-
 static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
 {
 	SSL_CTX *client = NULL, *upstream = NULL;
@@ -69,7 +57,7 @@ void proxy_server_free(struct proxy_server *srv)
 		return;
 	struct proxy_conn *c;
 	while ((c = TAILQ_FIRST(&srv->conns)))
-		proxy_conn_close(c, "server stopping");
+		proxy_conn_free(c);
 	struct proxy_listener *l;
 	while ((l = TAILQ_FIRST(&srv->listeners))) {
 		TAILQ_REMOVE(&srv->listeners, l, link);
@@ -93,9 +81,9 @@ static void shutdown_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	struct proxy_server *srv = arg;
 	LOG_W("shutdown_grace_expired", "connections=%zu", srv->nconns);
 	struct proxy_conn *c;
-	while ((c = TAILQ_FIRST(&srv->conns)))
+	TAILQ_FOREACH(c, &srv->conns, link)
 		proxy_conn_close(c, "shutdown grace period expired");
-	event_base_loopbreak(srv->base);
+	/* the loop breaks when the last one is freed (proxy_server_conn_closed) */
 }
 
 void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
@@ -122,7 +110,8 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
 
 void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 {
-	if (srv->shutting_down && c->nfifo == 0 && c->client && c->state != PROXY_CONN_DRAINING)
+	if (srv->shutting_down && c->nfifo == 0 && c->client && c->tx.state == PROXY_RX_FRAME &&
+	    (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING))
 		proxy_conn_drain_close(c, "shutdown");
 }
 

@@ -667,6 +667,8 @@ class Bench:
             todo.append(("gated_partitions" if P == 1000 else f"gated_partitions_{P}",
                          lambda P=P: self.scale_partitions(src, dst, dst2, P)))
         for name, fn in todo:
+            if self.a.scale and name.split("_")[0] not in self.a.scale.split(","):
+                continue
             try:
                 sec[name] = fn()
             except Exception as e:  # noqa: BLE001
@@ -1254,6 +1256,8 @@ def main():
                          "source broker host:port and {port} = the port to listen on; it must stay in the "
                          "foreground. Example: old=tests/bench/peer-syncgate.sh /tmp/old/syncgate {broker} {port}")
     ap.add_argument("--only", help="comma-separated sections: passthrough,gate,scale")
+    ap.add_argument("--scale", help="comma-separated parts of the scale section: idle,held,gated "
+                    "(default: all)")
     ap.add_argument("--rounds", type=int, help="alternating rounds per comparison (default: quick 2-3, full 3-5)")
     ap.add_argument("--keep", action="store_true", help="keep the Kafka run dir (logs)")
     ap.add_argument("--base-bin", metavar="PATH",

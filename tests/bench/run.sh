@@ -3,7 +3,8 @@
 # (the test bed in tests/kafka). Prints figures; never fails on time.
 #
 #   tests/bench/run.sh [--quick] [--peer HOST:PORT]... [--peer-cmd NAME=COMMAND]...
-#                      [--only passthrough,gate,scale] [--rounds N] [--keep] [--no-diag]
+#                      [--only passthrough,gate,scale] [--scale idle,held,gated] [--rounds N]
+#                      [--keep] [--no-diag]
 #
 #   --quick   a subset (a few minutes); default: the full matrix (longer)
 #   --peer    also measure an already running proxy's listen address (pass-through section)

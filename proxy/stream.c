@@ -1,0 +1,885 @@
+/*
+ * Responses forwarded as they arrive (issue 20; shared/DESIGN.md §3
+ * invariant 5): a frame above PROXY_STREAM_MIN that syncgate does not
+ * rewrite — or rewrites only in its tail tags (Fetch v16+ NodeEndpoints) —
+ * is not buffered whole. Its size prefix and header go to the client at
+ * once; a Fetch v16+ body is walked unit by unit (codec_fetch_stream_next:
+ * partition headers, never records) to find the tail; everything else is
+ * opaque and moves as it comes. Memory per connection is a fixed window
+ * (the bufferevent read size plus the client output high mark), not the
+ * frame size, so no frame size cap applies to a streamed response.
+ *
+ * Zero copy: when both sides are plaintext, the entry is the FIFO head, and
+ * nothing is buffered in user space on either side (the client output is
+ * empty, so order is kept), opaque bytes move upstream socket → pipe →
+ * client socket with splice(2) and never enter user space (PROXY_RX_SPLICE).
+ * The upstream bufferevent does not read meanwhile; our own events on the
+ * two descriptors drive the pipe. With TLS on either side the bytes are
+ * decrypted/encrypted in user space anyway and the evbuffer path is used.
+ *
+ * The tail tags of a streamed Fetch v16+ response are rewritten to the same
+ * length (codec_tags_rewrite_endpoints_fixed): the frame's size prefix,
+ * which precedes them, is already on its way. Rewrites that change a length
+ * (other endpoints, ApiVersions, held Produce responses, the consumer clamp)
+ * need the frame whole and stay on the buffered path (response.c).
+ *
+ * rx states (proxy_rx_set_state() changes them):
+ *   FRAME → STREAM → (SPLICE → STREAM)* → FRAME
+ * Loop thread.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "proxy/proxy.h"
+
+/* Opaque bytes worth a splice (below it two syscalls cost more than a copy). */
+#define SPLICE_MIN (16u << 10)
+/* Least bytes of a record run moved at once when copying (a bufferevent
+ * read is at most 64 KiB, SINGLE_IO_MAX in conn.c). */
+#define COALESCE (32u << 10)
+/* Pipe size asked for (fs.pipe-max-size allows 1 MiB by default). */
+#define PIPE_SIZE (1u << 20)
+
+static struct metric *m_streamed, *m_spliced, *m_tail_rewritten;
+
+static void stream_metrics_init(void)
+{
+	if (m_streamed)
+		return;
+	m_streamed = metric_get(METRIC_COUNTER, "syncgate_responses_streamed_total",
+				"Responses forwarded as they arrived instead of buffered whole.", "",
+				NULL, 0);
+	m_spliced = metric_get(METRIC_COUNTER, "syncgate_spliced_bytes_total",
+			       "Response bytes moved socket to socket in the kernel (splice), never "
+			       "copied into syncgate.", "", NULL, 0);
+	m_tail_rewritten = metric_get(METRIC_COUNTER, "syncgate_stream_tail_rewrites_total",
+				      "Streamed Fetch responses whose NodeEndpoints were rewritten "
+				      "to the same length.", "", NULL, 0);
+}
+
+static const char *const rx_state_names[PROXY_RX_STATE_COUNT] = {
+	[PROXY_RX_FRAME] = "frame",
+	[PROXY_RX_STREAM] = "stream",
+	[PROXY_RX_SPLICE] = "splice",
+};
+
+const char *proxy_rx_state_str(enum proxy_rx_state s)
+{
+	return s < PROXY_RX_STATE_COUNT ? rx_state_names[s] : "?";
+}
+
+/* The one place a direction's state changes. */
+static void st_set_state(struct proxy_conn *c, struct proxy_rx *st, enum proxy_rx_state s)
+{
+	LOG_D("stream_state", "conn=%llu dir=%s from=%s to=%s left=%zu opaque=%zu in_pipe=%zu",
+	      (unsigned long long)c->id, st == &c->rx ? "response" : "request",
+	      proxy_rx_state_str(st->state), proxy_rx_state_str(s), st->left, st->opaque, st->in_pipe);
+	st->state = s;
+}
+
+static void rx_set_state(struct proxy_conn *c, enum proxy_rx_state s)
+{
+	st_set_state(c, &c->rx, s);
+}
+
+void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, size_t hdr_len,
+		    bool scan)
+{
+	struct proxy_rx *rx = &c->rx;
+	stream_metrics_init();
+	metric_add(m_streamed, 1);
+	rx->e = c->client ? e : NULL;
+	rx->left = len + 4;
+	rx->scan = scan;
+	/* size prefix and response header pass as they are; then the body */
+	rx->opaque = scan ? 4 + hdr_len : len + 4;
+	if (scan)
+		codec_fetch_stream_init(&rx->fs, e->api_version);
+	if (rx->e)
+		proxy_entry_set_state(c, e, PROXY_ENTRY_STREAMING);
+	else
+		proxy_entry_free(c, e); /* LINGERING: nobody reads it */
+	rx_set_state(c, PROXY_RX_STREAM);
+}
+
+/* Where the next bytes of the frame go: the client (head), the entry's `out`, or nowhere. */
+static struct evbuffer *rx_dest(struct proxy_conn *c, bool *queue)
+{
+	struct proxy_entry *e = c->rx.e;
+	*queue = false;
+	if (!e || !c->client)
+		return NULL;
+	if (e == TAILQ_FIRST(&c->fifo)) {
+		if (e->out && evbuffer_get_length(e->out))
+			proxy_fifo_flush(c); /* what was queued goes first */
+		return bufferevent_get_output(c->client);
+	}
+	if (!e->out)
+		e->out = evbuffer_new();
+	*queue = true;
+	return e->out;
+}
+
+/* Move `n` bytes from the head of `in` to where the frame goes. */
+static void rx_move(struct proxy_conn *c, struct evbuffer *in, size_t n)
+{
+	bool queue;
+	struct evbuffer *dst = rx_dest(c, &queue);
+	if (!dst) {
+		evbuffer_drain(in, n);
+		return;
+	}
+	evbuffer_remove_buffer(in, dst, n);
+	if (queue)
+		proxy_entry_queue(c, c->rx.e, n);
+	c->srv->bytes_since_trim += n;
+}
+
+static void bulk_stop(struct proxy_conn *c);
+
+/* The frame is through: the entry is READY (and flushed when at the head). */
+static int rx_finish(struct proxy_conn *c)
+{
+	struct proxy_entry *e = c->rx.e;
+	bulk_stop(c);
+	c->rx.e = NULL;
+	rx_set_state(c, PROXY_RX_FRAME);
+	if (e) {
+		proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
+		proxy_fifo_flush(c);
+	}
+	return 1;
+}
+
+static int rx_bad(struct proxy_conn *c, const char *what, enum codec_err err)
+{
+	LOG_W("response_malformed", "conn=%llu peer=%s api=Fetch streamed=1 where=%s error=%s",
+	      (unsigned long long)c->id, c->peer, what, codec_err_str(err));
+	proxy_conn_close(c, "malformed upstream frame");
+	return -1;
+}
+
+/* Fetch v16+: the top-level tags, all of them here; rewritten to the same length. */
+static int rx_tail(struct proxy_conn *c, struct evbuffer *in)
+{
+	struct proxy_rx *rx = &c->rx;
+	size_t n = rx->left;
+	if (!rx->e) {
+		evbuffer_drain(in, n);
+		rx->left = 0;
+		return 0;
+	}
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 0, n, iov, PROXY_MAX_IOV);
+	uint8_t *buf = malloc(n ? n : 1);
+	bool changed = false;
+	enum codec_err err = niov < 0 || !buf ? CODEC_ERR_NOMEM
+		: codec_tags_rewrite_endpoints_fixed(iov, niov, n, proxy_advertise_endpoint, c->srv,
+						     buf, &changed);
+	if (err != CODEC_OK) {
+		free(buf);
+		/* never forward an address we could not rewrite */
+		return rx_bad(c, "tail", err);
+	}
+	if (changed) {
+		metric_add(m_tail_rewritten, 1);
+		evbuffer_drain(in, n);
+		bool queue;
+		struct evbuffer *dst = rx_dest(c, &queue);
+		if (dst) {
+			evbuffer_add(dst, buf, n);
+			if (queue)
+				proxy_entry_queue(c, rx->e, n);
+		}
+	} else {
+		rx_move(c, in, n);
+	}
+	free(buf);
+	rx->left = 0;
+	return 0;
+}
+
+/* ---- splice (either direction) ---------------------------------------------- */
+
+static void splice_rx_cb(evutil_socket_t fd, short what, void *arg);
+static void splice_tx_cb(evutil_socket_t fd, short what, void *arg);
+
+/* The bufferevent a direction reads from, and the one it writes to. */
+static struct bufferevent *st_src(struct proxy_conn *c, struct proxy_rx *st)
+{
+	return st == &c->rx ? c->upstream : c->client;
+}
+
+static struct bufferevent *st_dst(struct proxy_conn *c, struct proxy_rx *st)
+{
+	return st == &c->rx ? c->client : c->upstream;
+}
+
+static bool st_paused(struct proxy_conn *c, struct proxy_rx *st)
+{
+	return st == &c->rx ? c->upstream_paused : c->client_paused;
+}
+
+/*
+ * The destination still has bytes to write (what was copied before): stop
+ * reading the source until they are written, then splice the rest — else a
+ * steady sender keeps the source's input non-empty and every byte is copied.
+ */
+static bool splice_wait_drain(struct proxy_conn *c, struct proxy_rx *st)
+{
+	if (c->srv->client_tls || c->srv->upstream_tls || !c->client || !c->upstream ||
+	    !c->upstream_up || st->opaque < 4 * SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
+		return false;
+	if (st == &c->rx && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
+		return false;
+	if (evbuffer_get_length(bufferevent_get_input(st_src(c, st))) != 0)
+		return false;
+	bufferevent_disable(st_src(c, st), EV_READ);
+	st->wait_drain = true;
+	return true;
+}
+
+/* Reads back on after a wait for the destination (unless paused meanwhile). */
+static void splice_wait_end(struct proxy_conn *c, struct proxy_rx *st)
+{
+	if (!st->wait_drain)
+		return;
+	st->wait_drain = false;
+	struct bufferevent *src = st_src(c, st);
+	if (src && !st_paused(c, st) && c->state != PROXY_CONN_CLOSING && st->state != PROXY_RX_SPLICE)
+		bufferevent_enable(src, EV_READ);
+}
+
+/* Whether the opaque bytes still to come can move in the kernel now: both
+ * sides plaintext and connected, nothing buffered in user space on either
+ * side (so nothing is reordered), and enough bytes to be worth it. */
+static bool splice_possible(struct proxy_conn *c, struct proxy_rx *st)
+{
+	if (c->srv->client_tls || c->srv->upstream_tls || !c->client || !c->upstream ||
+	    !c->upstream_up || st->opaque < SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
+		return false;
+	if (st == &c->rx && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
+		return false;
+	return evbuffer_get_length(bufferevent_get_output(st_dst(c, st))) == 0 &&
+	       evbuffer_get_length(bufferevent_get_input(st_src(c, st))) == 0;
+}
+
+static int splice_setup(struct proxy_conn *c, struct proxy_rx *st)
+{
+	if (st->pipe[0] < 0) {
+		if (pipe2(st->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
+			st->pipe[0] = st->pipe[1] = -1;
+			return -1;
+		}
+		fcntl(st->pipe[1], F_SETPIPE_SZ, PIPE_SIZE); /* best effort */
+		int sz = fcntl(st->pipe[1], F_GETPIPE_SZ);
+		st->pipe_cap = sz > 0 ? (size_t)sz : 65536;
+		st->in_pipe = 0;
+	}
+	struct event_base *base = c->srv->base;
+	event_callback_fn cb = st == &c->rx ? splice_rx_cb : splice_tx_cb;
+	if (!st->ev_read)
+		st->ev_read = event_new(base, bufferevent_getfd(st_src(c, st)), EV_READ | EV_PERSIST,
+					cb, c);
+	if (!st->ev_write)
+		st->ev_write = event_new(base, bufferevent_getfd(st_dst(c, st)), EV_WRITE | EV_PERSIST,
+					 cb, c);
+	return st->ev_read && st->ev_write ? 0 : -1;
+}
+
+/* Leave SPLICE: our events off, the source bufferevent reads again. */
+static void splice_stop(struct proxy_conn *c, struct proxy_rx *st)
+{
+	if (st->ev_read)
+		event_del(st->ev_read);
+	if (st->ev_write)
+		event_del(st->ev_write);
+	st_set_state(c, st, PROXY_RX_STREAM);
+	struct bufferevent *src = st_src(c, st);
+	if (src && !st_paused(c, st) && c->state != PROXY_CONN_CLOSING)
+		bufferevent_enable(src, EV_READ);
+}
+
+/* Drop whatever the pipe holds (its reader went away). */
+static void pipe_discard(struct proxy_rx *st)
+{
+	if (st->pipe[0] >= 0) {
+		close(st->pipe[0]);
+		close(st->pipe[1]);
+	}
+	st->pipe[0] = st->pipe[1] = -1;
+	st->in_pipe = 0;
+}
+
+static void st_events_free(struct proxy_rx *st)
+{
+	if (st->ev_read)
+		event_free(st->ev_read);
+	if (st->ev_write)
+		event_free(st->ev_write);
+	st->ev_read = st->ev_write = NULL;
+}
+
+/*
+ * Move opaque bytes source → pipe → destination until one side would
+ * block. The pipe may be full before `pipe_cap` bytes (a pipe holds a
+ * number of buffers, and a socket's pages may fill them partly), so the
+ * source's read event is armed only while the pipe is empty: a full pipe and
+ * a readable socket would otherwise wake the loop for nothing.
+ */
+static int splice_pump(struct proxy_conn *c, struct proxy_rx *st)
+{
+	bool rx = st == &c->rx;
+	int src = bufferevent_getfd(st_src(c, st)), dst = bufferevent_getfd(st_dst(c, st));
+	for (;;) {
+		bool progress = false;
+		if (st->opaque > 0 && st->in_pipe < st->pipe_cap) {
+			size_t want = st->opaque < st->pipe_cap - st->in_pipe ? st->opaque
+									     : st->pipe_cap - st->in_pipe;
+			ssize_t n = splice(src, NULL, st->pipe[1], NULL, want,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+			if (n > 0) {
+				st->in_pipe += (size_t)n;
+				st->opaque -= (size_t)n;
+				st->left -= (size_t)n;
+				metric_add(m_spliced, (double)n);
+				progress = true;
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				LOG_W(rx ? "upstream_closed_mid_response" : "client_closed_mid_request",
+				      "conn=%llu peer=%s bytes_left=%zu error=\"%s\"", (unsigned long long)c->id,
+				      c->peer, st->left, n == 0 ? "end of stream" : strerror(errno));
+				proxy_conn_close(c, rx ? "upstream closed in the middle of a response"
+						       : "client closed in the middle of a request");
+				return -1;
+			}
+		}
+		if (st->in_pipe > 0) {
+			ssize_t n = splice(st->pipe[0], NULL, dst, NULL, st->in_pipe,
+					   SPLICE_F_MOVE | SPLICE_F_NONBLOCK |
+					   (st->opaque > 0 ? SPLICE_F_MORE : 0));
+			if (n > 0) {
+				st->in_pipe -= (size_t)n;
+				progress = true;
+			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+				if (!rx) {
+					/* the broker went away with a request half sent */
+					LOG_W("upstream_closed_mid_request", "conn=%llu peer=%s error=\"%s\"",
+					      (unsigned long long)c->id, c->peer, strerror(errno));
+					proxy_conn_close(c, "upstream closed in the middle of a request");
+					return -1;
+				}
+				/* the client went away: the rest is read and dropped */
+				splice_stop(c, st);
+				pipe_discard(st);
+				proxy_conn_client_gone(c, "client error");
+				return -1;
+			}
+		}
+		if (!progress)
+			break;
+	}
+	if (st->opaque == 0 && st->in_pipe == 0) {
+		splice_stop(c, st);
+		return 1;
+	}
+	if (st->in_pipe == 0 && st->opaque > 0)
+		event_add(st->ev_read, NULL);
+	else
+		event_del(st->ev_read);
+	if (st->in_pipe > 0)
+		event_add(st->ev_write, NULL);
+	else
+		event_del(st->ev_write);
+	return 0;
+}
+
+/* Enter SPLICE for `st` and run it; as splice_pump(). */
+static int splice_begin(struct proxy_conn *c, struct proxy_rx *st)
+{
+	bufferevent_disable(st_src(c, st), EV_READ);
+	st_set_state(c, st, PROXY_RX_SPLICE);
+	return splice_pump(c, st);
+}
+
+static void splice_run(struct proxy_conn *c, struct proxy_rx *st)
+{
+	if (c->state == PROXY_CONN_CLOSING || st->state != PROXY_RX_SPLICE)
+		return;
+	if (splice_pump(c, st) == 1) {
+		/* the opaque run is over: go on with the frame and what follows it */
+		if (st == &c->rx)
+			proxy_conn_upstream_frames(c);
+		else
+			proxy_conn_client_frames(c);
+	}
+}
+
+static void splice_rx_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	(void)fd;
+	(void)what;
+	splice_run(c, &c->rx);
+}
+
+static void splice_tx_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	(void)fd;
+	(void)what;
+	splice_run(c, &c->tx);
+}
+
+/* ---- bulk reads (copying path) ---------------------------------------------- */
+
+/*
+ * libevent 2.1 reads a socket 4 KiB per call whatever max_single_read says
+ * (EVBUFFER_MAX_READ in evbuffer_read), so a copied response costs a readv,
+ * an ioctl and an epoll_wait per 4 KiB. While a long record run is copied
+ * (the client side is TLS, so no splice), the plaintext upstream is read
+ * here instead, BULK_READ at a time, straight into the bufferevent's input.
+ */
+#define BULK_READ (256u << 10)
+
+static void bulk_stop(struct proxy_conn *c)
+{
+	struct proxy_rx *rx = &c->rx;
+	if (!rx->bulk)
+		return;
+	rx->bulk = false;
+	event_del(rx->ev_bulk);
+	if (c->upstream && !c->upstream_paused && c->state != PROXY_CONN_CLOSING &&
+	    rx->state != PROXY_RX_SPLICE)
+		bufferevent_enable(c->upstream, EV_READ);
+}
+
+static void bulk_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	struct proxy_rx *rx = &c->rx;
+	(void)what;
+	if (c->state == PROXY_CONN_CLOSING || !rx->bulk)
+		return;
+	if (c->upstream_paused || rx->state != PROXY_RX_STREAM || rx->opaque == 0) {
+		bulk_stop(c);
+		return;
+	}
+	struct evbuffer *in = bufferevent_get_input(c->upstream);
+	size_t want = rx->opaque < BULK_READ ? rx->opaque : BULK_READ;
+	struct evbuffer_iovec v[2];
+	/* a socket bufferevent freezes its input's end; libevent's own reads
+	 * unfreeze it around the read the same way */
+	evbuffer_unfreeze(in, 0);
+	int nv = evbuffer_reserve_space(in, (ev_ssize_t)want, v, 2);
+	if (nv <= 0) {
+		evbuffer_freeze(in, 0);
+		bulk_stop(c); /* the bufferevent reads instead */
+		return;
+	}
+	struct iovec io[2];
+	for (int i = 0; i < nv; i++) {
+		io[i].iov_base = v[i].iov_base;
+		io[i].iov_len = v[i].iov_len;
+	}
+	size_t cap = 0;
+	for (int i = 0; i < nv; i++)
+		cap += io[i].iov_len;
+	if (cap > want) { /* never read past the run: what follows is the bufferevent's */
+		size_t left = want;
+		for (int i = 0; i < nv; i++) {
+			if (io[i].iov_len > left)
+				io[i].iov_len = left;
+			left -= io[i].iov_len;
+		}
+	}
+	ssize_t n = readv(fd, io, nv);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		evbuffer_commit_space(in, v, 0);
+		evbuffer_freeze(in, 0);
+		return;
+	}
+	if (n <= 0) {
+		evbuffer_commit_space(in, v, 0);
+		evbuffer_freeze(in, 0);
+		LOG_W("upstream_closed_mid_response", "conn=%llu peer=%s bytes_left=%zu error=\"%s\"",
+		      (unsigned long long)c->id, c->peer, rx->left,
+		      n == 0 ? "end of stream" : strerror(errno));
+		proxy_conn_close(c, "upstream closed in the middle of a response");
+		return;
+	}
+	size_t got = (size_t)n;
+	for (int i = 0; i < nv; i++) {
+		size_t k = got < io[i].iov_len ? got : io[i].iov_len;
+		v[i].iov_len = k;
+		got -= k;
+	}
+	evbuffer_commit_space(in, v, nv);
+	evbuffer_freeze(in, 0);
+	proxy_conn_upstream_frames(c);
+}
+
+/* Copying a long run from a plaintext upstream: read it here (see BULK_READ). */
+static void bulk_start(struct proxy_conn *c)
+{
+	struct proxy_rx *rx = &c->rx;
+	if (rx->bulk || c->srv->upstream_tls || !c->upstream || !c->upstream_up ||
+	    c->upstream_paused || rx->opaque < 4 * COALESCE || c->state == PROXY_CONN_CLOSING)
+		return;
+	if (!rx->ev_bulk)
+		rx->ev_bulk = event_new(c->srv->base, bufferevent_getfd(c->upstream),
+					EV_READ | EV_PERSIST, bulk_cb, c);
+	if (!rx->ev_bulk)
+		return;
+	bufferevent_disable(c->upstream, EV_READ);
+	rx->bulk = true;
+	event_add(rx->ev_bulk, NULL);
+}
+
+/* ---- the pump --------------------------------------------------------------- */
+
+int proxy_rx_pump(struct proxy_conn *c)
+{
+	struct proxy_rx *rx = &c->rx;
+	if (rx->state == PROXY_RX_SPLICE) {
+		int rc = splice_pump(c, rx);
+		if (rc != 1)
+			return rc;
+	}
+	if (rx->state != PROXY_RX_STREAM || !c->upstream)
+		return 1;
+	struct evbuffer *in = bufferevent_get_input(c->upstream);
+	for (;;) {
+		if (c->state == PROXY_CONN_CLOSING)
+			return -1;
+		if (rx->left == 0)
+			return rx_finish(c);
+		size_t avail = evbuffer_get_length(in);
+		if (rx->opaque > 0) {
+			if (avail == 0) {
+				if (splice_possible(c, rx) && splice_setup(c, rx) == 0) {
+					rx->wait_drain = false;
+					int rc = splice_begin(c, rx);
+					if (rc != 1)
+						return rc;
+					continue;
+				}
+				splice_wait_end(c, rx);
+				if (!splice_wait_drain(c, rx))
+					bulk_start(c); /* no splice (TLS, or queued): copy in bulk */
+				return 0;
+			}
+			/* copying: move record bytes in runs of COALESCE at least (or
+			 * the rest of the run), not a few KiB per wake-up — each move is
+			 * a write (a TLS record) and two epoll_ctl on the client side */
+			if (avail < COALESCE && avail < rx->opaque && !st_paused(c, rx))
+				return 0;
+			size_t n = avail < rx->opaque ? avail : rx->opaque;
+			rx_move(c, in, n);
+			rx->opaque -= n;
+			rx->left -= n;
+			continue;
+		}
+		bulk_stop(c); /* the run is over: structure follows, the bufferevent reads it */
+		if (!rx->scan) {
+			rx->opaque = rx->left;
+			continue;
+		}
+		if (rx->fs.stage == CODEC_STREAM_TAIL) {
+			if (avail < rx->left) {
+				if (rx->left > (size_t)c->srv->conf->max_frame_bytes)
+					return rx_bad(c, "tail", CODEC_ERR_LIMIT);
+				return 0;
+			}
+			if (rx_tail(c, in) < 0)
+				return -1;
+			continue;
+		}
+		size_t look = avail < rx->left ? avail : rx->left;
+		struct codec_iov iov[PROXY_MAX_IOV];
+		int niov = proxy_buf_iov(in, 0, look, iov, PROXY_MAX_IOV);
+		size_t used = 0, records = 0;
+		enum codec_err err = niov < 0 ? CODEC_ERR_NOMEM
+					      : codec_fetch_stream_next(&rx->fs, iov, niov, &used, &records);
+		if (err == CODEC_ERR_UNDERFLOW) {
+			if (look == rx->left)
+				return rx_bad(c, codec_stream_stage_str(rx->fs.stage), err);
+			if (look > (size_t)c->srv->conf->max_frame_bytes)
+				return rx_bad(c, codec_stream_stage_str(rx->fs.stage), CODEC_ERR_LIMIT);
+			return 0;
+		}
+		if (err != CODEC_OK || used + records > rx->left)
+			return rx_bad(c, codec_stream_stage_str(rx->fs.stage),
+				      err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
+		rx_move(c, in, used);
+		rx->left -= used;
+		rx->opaque = records;
+	}
+}
+
+void proxy_rx_client_gone(struct proxy_conn *c)
+{
+	struct proxy_rx *rx = &c->rx;
+	if (rx->state == PROXY_RX_SPLICE) {
+		splice_stop(c, rx);
+		pipe_discard(rx);
+	}
+	/* the client's descriptor is about to close: no event may watch it */
+	if (rx->ev_write) {
+		event_free(rx->ev_write);
+		rx->ev_write = NULL;
+	}
+	if (c->tx.ev_read) {
+		event_free(c->tx.ev_read);
+		c->tx.ev_read = NULL;
+	}
+}
+
+void proxy_rx_free(struct proxy_conn *c)
+{
+	if (c->rx.ev_bulk)
+		event_free(c->rx.ev_bulk);
+	c->rx.ev_bulk = NULL;
+	c->rx.bulk = false;
+	st_events_free(&c->rx);
+	st_events_free(&c->tx);
+	pipe_discard(&c->rx);
+	pipe_discard(&c->tx);
+	if (c->tx.req) {
+		codec_produce_request_free(c->tx.req);
+		free(c->tx.req);
+		c->tx.req = NULL;
+	}
+}
+
+/* ---- Produce requests (client → broker) ----------------------------------- */
+
+int proxy_tx_start(struct proxy_conn *c, size_t len)
+{
+	struct evbuffer *in = bufferevent_get_input(c->client);
+	if (c->sasl_raw || !c->upstream)
+		return 2;
+	size_t avail = evbuffer_get_length(in) - 4;
+	/* ApiKey and ApiVersion first: anything but Produce v3–v14 is decided at
+	 * once (a 300 MB prefix or a TLS ClientHello is refused without waiting) */
+	if (avail < 4)
+		return 0;
+	uint8_t kv[8];
+	evbuffer_copyout(in, kv, 8);
+	int16_t key = (int16_t)(kv[4] << 8 | kv[5]), version = (int16_t)(kv[6] << 8 | kv[7]);
+	if (key != CODEC_API_PRODUCE || version < 3 || version > CODEC_PRODUCE_V14)
+		return 2;
+	size_t peek = len < 512 ? len : 512;
+	if (avail < peek)
+		return 0;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	struct codec_request_header h;
+	int niov = proxy_buf_iov(in, 4, peek, iov, PROXY_MAX_IOV);
+	enum codec_err err = niov < 0 ? CODEC_ERR_NOMEM : codec_request_header_decode(iov, niov, &h);
+	if (err == CODEC_ERR_UNDERFLOW && peek < len)
+		return 2; /* a header above 512 bytes: rare, buffer whole */
+	if (err != CODEC_OK)
+		return 2; /* request.c logs it */
+	if (h.api_key != CODEC_API_PRODUCE)
+		return 2;
+	int16_t wire = h.api_version == CODEC_PRODUCE_V14 ? 13 : h.api_version;
+	/* v13 names TopicIds syncgate may have to learn before the request goes
+	 * upstream (request.c): buffered whole when anything is gated */
+	if (wire < 3 || wire > 13 || (wire >= 13 && c->srv->conf->nmirrors > 0))
+		return 2;
+	/* a failover fence refuses a Produce before any byte goes upstream
+	 * (fence.c, on the whole request): while one stands, read it whole */
+	if (c->srv->gate && mirror_gate_any_fenced(c->srv->gate))
+		return 2;
+	stream_metrics_init();
+	metric_add(m_streamed, 1);
+	proxy_request_count(c, len, true);
+	if (h.api_version == CODEC_PRODUCE_V14) {
+		unsigned char *p = evbuffer_pullup(in, 8); /* v14 is v13 on the wire */
+		if (!p)
+			return -1;
+		p[6] = 0;
+		p[7] = 13;
+	}
+	struct proxy_rx *tx = &c->tx;
+	tx->req = calloc(1, sizeof(*tx->req));
+	if (!tx->req)
+		return -1;
+	tx->e = NULL;
+	tx->left = len + 4;
+	tx->opaque = 4 + h.len; /* size prefix and request header as they are */
+	tx->scan = true;
+	tx->client_version = h.api_version;
+	tx->correlation_id = h.correlation_id;
+	codec_produce_stream_init(&tx->ps, wire);
+	st_set_state(c, tx, PROXY_RX_STREAM);
+	return 1;
+}
+
+/* Record what a Produce unit said (before its bytes move on). */
+static int tx_unit(struct proxy_conn *c, struct proxy_rx *tx, const struct codec_iov *iov, int niov)
+{
+	const struct codec_produce_stream *ps = &tx->ps;
+	struct codec_produce_request *req = tx->req;
+	switch (ps->unit) {
+	case CODEC_STREAM_HEAD:
+		req->acks = ps->acks;
+		req->timeout_ms = ps->timeout_ms;
+		if (ps->acks == 0) {
+			proxy_request_count_acks0();
+			return 0; /* no response will come: no FIFO slot */
+		}
+		tx->e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+		if (!tx->e)
+			return -1;
+		tx->e->correlation_id = tx->correlation_id;
+		tx->e->api_key = CODEC_API_PRODUCE;
+		tx->e->client_version = tx->client_version;
+		tx->e->api_version = ps->version;
+		return 0;
+	case CODEC_STREAM_TOPIC: {
+		struct codec_produce_topic_req *t = realloc(req->topics, (req->ntopics + 1) * sizeof(*t));
+		if (!t)
+			return -1;
+		req->topics = t;
+		t = &req->topics[req->ntopics++];
+		memset(t, 0, sizeof(*t));
+		memcpy(t->topic_id, ps->topic_id, 16);
+		if (ps->version < 13) {
+			struct codec_reader r;
+			codec_reader_init(&r, iov, niov);
+			codec_reader_seek(&r, ps->topic.off);
+			t->name = malloc((size_t)ps->topic.len + 1);
+			if (!t->name)
+				return -1;
+			codec_read_raw(&r, t->name, (size_t)ps->topic.len);
+			t->name[ps->topic.len] = '\0';
+			if (r.err)
+				return -1;
+		}
+		return 0;
+	}
+	case CODEC_STREAM_PARTITION: {
+		if (!req->ntopics)
+			return -1;
+		struct codec_produce_topic_req *t = &req->topics[req->ntopics - 1];
+		struct codec_produce_partition_req *p =
+			realloc(t->partitions, (t->npartitions + 1) * sizeof(*p));
+		if (!p)
+			return -1;
+		t->partitions = p;
+		p = &t->partitions[t->npartitions++];
+		memset(p, 0, sizeof(*p));
+		p->index = ps->partition;
+		return 0;
+	}
+	case CODEC_STREAM_BATCH: {
+		struct codec_produce_topic_req *t = &req->topics[req->ntopics - 1];
+		struct codec_produce_partition_req *p = &t->partitions[t->npartitions - 1];
+		p->offset_span = ps->offset_span;
+		p->nbatches = ps->nbatches;
+		return 0;
+	}
+	default:
+		return 0;
+	}
+}
+
+/* The request is through: its entry keeps the summary the response needs. */
+static int tx_finish(struct proxy_conn *c)
+{
+	struct proxy_rx *tx = &c->tx;
+	int rc = 1;
+	if (tx->e) {
+		tx->e->produce = proxy_produce_sum_new(tx->req);
+		if (!tx->e->produce)
+			rc = -1;
+	}
+	codec_produce_request_free(tx->req);
+	free(tx->req);
+	tx->req = NULL;
+	tx->e = NULL;
+	st_set_state(c, tx, PROXY_RX_FRAME);
+	if (rc < 0) {
+		proxy_conn_close(c, "out of memory");
+		return rc;
+	}
+	proxy_server_conn_progress(c->srv, c); /* shutdown waits for whole requests */
+	return c->state == PROXY_CONN_CLOSING ? -1 : rc;
+}
+
+static int tx_bad(struct proxy_conn *c, enum codec_err err)
+{
+	LOG_W("request_malformed", "conn=%llu peer=%s api=Produce streamed=1 where=%s error=%s",
+	      (unsigned long long)c->id, c->peer, codec_stream_stage_str(c->tx.ps.stage),
+	      codec_err_str(err));
+	proxy_conn_close(c, "malformed client frame");
+	return -1;
+}
+
+int proxy_tx_pump(struct proxy_conn *c)
+{
+	struct proxy_rx *tx = &c->tx;
+	if (tx->state == PROXY_RX_SPLICE) {
+		int rc = splice_pump(c, tx);
+		if (rc != 1)
+			return rc;
+	}
+	if (tx->state != PROXY_RX_STREAM || !c->client || !c->upstream)
+		return 1;
+	struct evbuffer *in = bufferevent_get_input(c->client);
+	struct evbuffer *out = bufferevent_get_output(c->upstream);
+	for (;;) {
+		if (c->state == PROXY_CONN_CLOSING)
+			return -1;
+		if (tx->left == 0)
+			return tx_finish(c);
+		size_t avail = evbuffer_get_length(in);
+		if (tx->opaque > 0) {
+			if (avail == 0) {
+				if (splice_possible(c, tx) && splice_setup(c, tx) == 0) {
+					tx->wait_drain = false;
+					int rc = splice_begin(c, tx);
+					if (rc != 1)
+						return rc;
+					continue;
+				}
+				splice_wait_end(c, tx);
+				splice_wait_drain(c, tx);
+				return 0;
+			}
+			size_t n = avail < tx->opaque ? avail : tx->opaque;
+			evbuffer_remove_buffer(in, out, n);
+			tx->opaque -= n;
+			tx->left -= n;
+			continue;
+		}
+		if (tx->ps.stage == CODEC_STREAM_TAIL) {
+			tx->opaque = tx->left; /* top-level tags: not ours to read */
+			continue;
+		}
+		size_t look = avail < tx->left ? avail : tx->left;
+		struct codec_iov iov[PROXY_MAX_IOV];
+		int niov = proxy_buf_iov(in, 0, look, iov, PROXY_MAX_IOV);
+		size_t used = 0, records = 0;
+		enum codec_err err = niov < 0 ? CODEC_ERR_NOMEM
+					      : codec_produce_stream_next(&tx->ps, iov, niov, &used, &records);
+		if (err == CODEC_ERR_UNDERFLOW) {
+			if (look == tx->left || look > (size_t)c->srv->conf->max_frame_bytes)
+				return tx_bad(c, look == tx->left ? err : CODEC_ERR_LIMIT);
+			return 0;
+		}
+		if (err != CODEC_OK || used + records > tx->left)
+			return tx_bad(c, err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
+		if (tx_unit(c, tx, iov, niov) < 0) {
+			proxy_conn_close(c, "out of memory");
+			return -1;
+		}
+		evbuffer_remove_buffer(in, out, used);
+		tx->left -= used;
+		tx->opaque = records;
+	}
+}

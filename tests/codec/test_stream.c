@@ -1,0 +1,262 @@
+/*
+ * Unit tests of codec/stream.c (issue 20): the streaming Fetch response
+ * scan reaches the top-level tags at the offset the whole-body scan gives,
+ * for every version's golden frame, however the body arrives (every split
+ * point; one byte at a time); every truncated body stops with UNDERFLOW;
+ * and codec_tags_rewrite_endpoints_fixed keeps the tail's length.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "golden.h"
+
+/* Walk `body` handing the scan at most `chunk` new bytes past its position
+ * at a time (growing on UNDERFLOW). Returns the tail offset or SIZE_MAX. */
+static size_t walk(const uint8_t *body, size_t len, int16_t v, size_t chunk)
+{
+	struct codec_fetch_stream fs;
+	codec_fetch_stream_init(&fs, v);
+	size_t pos = 0, avail = chunk;
+	while (fs.stage != CODEC_STREAM_TAIL) {
+		size_t have = pos + avail < len ? avail : len - pos;
+		struct codec_iov one = { body + pos, have };
+		size_t used, records;
+		enum codec_err err = codec_fetch_stream_next(&fs, &one, 1, &used, &records);
+		if (err == CODEC_ERR_UNDERFLOW && pos + have < len) {
+			avail += chunk;
+			continue;
+		}
+		if (err != CODEC_OK || used + records > len - pos)
+			return SIZE_MAX;
+		cr_assert_leq(used, have);
+		pos += used + records;
+		avail = chunk;
+	}
+	return pos;
+}
+
+Test(codec_stream, fetch_tail_offset_matches_the_scan_for_every_version_and_chunk)
+{
+	for (int16_t v = 4; v <= 18; v++) {
+		char name[64];
+		snprintf(name, sizeof(name), "fetch_resp_v%d", v);
+		struct golden g;
+		golden_load(&g, name, false, CODEC_API_FETCH, v);
+		struct codec_iov body = golden_body(&g);
+		struct codec_fetch_response_scan s;
+		cr_assert_eq(codec_fetch_response_scan(&body, 1, v, &s), CODEC_OK);
+		for (size_t chunk = 1; chunk <= body.len; chunk++)
+			cr_assert_eq(walk(body.base, body.len, v, chunk), s.tags_off,
+				     "v%d chunk %zu", v, chunk);
+		codec_fetch_response_scan_free(&s);
+		golden_free(&g);
+	}
+}
+
+Test(codec_stream, truncated_bodies_never_reach_the_tail)
+{
+	for (int16_t v = 4; v <= 18; v++) {
+		char name[64];
+		snprintf(name, sizeof(name), "fetch_resp_v%d", v);
+		struct golden g;
+		golden_load(&g, name, false, CODEC_API_FETCH, v);
+		struct codec_iov body = golden_body(&g);
+		struct codec_fetch_response_scan s;
+		cr_assert_eq(codec_fetch_response_scan(&body, 1, v, &s), CODEC_OK);
+		/* a prefix that ends before the tail cannot be walked to it */
+		for (size_t n = 0; n < s.tags_off; n++)
+			cr_assert_eq(walk(body.base, n, v, 4), SIZE_MAX, "v%d prefix %zu", v, n);
+		codec_fetch_response_scan_free(&s);
+		golden_free(&g);
+	}
+}
+
+Test(codec_stream, unsupported_version_is_an_error)
+{
+	struct codec_fetch_stream fs;
+	codec_fetch_stream_init(&fs, 3);
+	struct codec_iov one = { (const uint8_t *)"\0\0\0\0", 4 };
+	size_t used, records;
+	cr_assert_neq(codec_fetch_stream_next(&fs, &one, 1, &used, &records), CODEC_OK);
+}
+
+static const char *new_host;
+
+static int fn(void *ctx, int32_t node_id, const char *host, int32_t port, const char **out_host,
+	      int32_t *out_port)
+{
+	(void)ctx;
+	(void)node_id;
+	(void)host;
+	(void)port;
+	*out_host = new_host;
+	*out_port = 19092;
+	return 0;
+}
+
+/* A tag section: NodeEndpoints with one endpoint named `host`, then a tag 5 of 2 bytes. */
+static size_t tail(uint8_t *p, const char *host)
+{
+	size_t n = 0, h = strlen(host);
+	p[n++] = 2;                              /* two fields */
+	p[n++] = 0;                              /* tag 0 */
+	p[n++] = (uint8_t)(1 + 4 + 1 + h + 4 + 1 + 1);
+	p[n++] = 2;                              /* one endpoint */
+	memcpy(p + n, "\0\0\0\1", 4);            /* NodeId 1 */
+	n += 4;
+	p[n++] = (uint8_t)(h + 1);
+	memcpy(p + n, host, h);
+	n += h;
+	memcpy(p + n, "\0\0\x23\x84", 4);        /* Port 9092 */
+	n += 4;
+	p[n++] = 0;                              /* Rack null */
+	p[n++] = 0;                              /* tags */
+	p[n++] = 5;                              /* tag 5 */
+	p[n++] = 2;
+	p[n++] = 0xaa;
+	p[n++] = 0xbb;
+	return n;
+}
+
+Test(codec_stream, tail_rewrite_keeps_the_length_and_other_tags)
+{
+	static const char *const hosts[] = { "a", "ab", "abc", "broker-1.internal.example",
+					     "a-very-long-advertised-host-name.example.com" };
+	for (size_t i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		for (size_t j = 0; j < sizeof(hosts) / sizeof(hosts[0]); j++) {
+			uint8_t in[128], out[128];
+			size_t n = tail(in, hosts[i]);
+			new_host = hosts[j];
+			struct codec_iov iov = { in, n };
+			bool changed;
+			cr_assert_eq(codec_tags_rewrite_endpoints_fixed(&iov, 1, n, fn, NULL, out, &changed),
+				     CODEC_OK, "%s → %s", hosts[i], hosts[j]);
+			cr_assert(changed);
+			cr_assert(!memmem(out, n, hosts[i], strlen(hosts[i])) ||
+				  strstr(hosts[j], hosts[i]), "the old host is gone: %s → %s",
+				  hosts[i], hosts[j]);
+			/* still a valid tag section of n bytes, tag 5 kept */
+			struct codec_iov o = { out, n };
+			struct codec_reader r;
+			codec_reader_init(&r, &o, 1);
+			r.flexible = true;
+			codec_read_tags(&r, NULL, NULL, NULL);
+			cr_assert_eq(codec_reader_finish(&r), CODEC_OK, "%s → %s", hosts[i], hosts[j]);
+			cr_assert(memmem(out, n, "\x05\x02\xaa\xbb", 4), "tag 5 kept");
+			/* in place when as long, or shorter by room for a filler field (3
+			 * bytes at least); otherwise NodeEndpoints goes out empty */
+			size_t a = strlen(hosts[i]), b = strlen(hosts[j]);
+			bool fits = a == b || b + 3 <= a;
+			cr_assert_eq(memmem(out, n, hosts[j], strlen(hosts[j])) != NULL, fits,
+				     "%s → %s: %s", hosts[i], hosts[j],
+				     fits ? "rewritten in place" : "sent empty");
+		}
+	}
+}
+
+/* ---- Produce requests ------------------------------------------------------ */
+
+struct seen {
+	int16_t acks;
+	int32_t timeout_ms;
+	size_t nparts;
+	int32_t index[64];
+	int64_t span[64];
+	char topic[64][32];
+};
+
+/* Walk a Produce request body in chunks as a proxy would; false on error. */
+static bool walk_produce(const uint8_t *body, size_t len, int16_t v, size_t chunk, struct seen *out)
+{
+	struct codec_produce_stream ps;
+	codec_produce_stream_init(&ps, v);
+	memset(out, 0, sizeof(*out));
+	size_t pos = 0, avail = chunk;
+	char topic[32] = "";
+	while (ps.stage != CODEC_STREAM_TAIL) {
+		size_t have = pos + avail < len ? avail : len - pos;
+		struct codec_iov one = { body + pos, have };
+		size_t used, records;
+		enum codec_err err = codec_produce_stream_next(&ps, &one, 1, &used, &records);
+		if (err == CODEC_ERR_UNDERFLOW && pos + have < len) {
+			avail += chunk;
+			continue;
+		}
+		if (err != CODEC_OK || used + records > len - pos)
+			return false;
+		if (ps.unit == CODEC_STREAM_HEAD) {
+			out->acks = ps.acks;
+			out->timeout_ms = ps.timeout_ms;
+		} else if (ps.unit == CODEC_STREAM_TOPIC && v < 13) {
+			size_t n = (size_t)ps.topic.len < sizeof(topic) - 1 ? (size_t)ps.topic.len : sizeof(topic) - 1;
+			memcpy(topic, body + pos + ps.topic.off, n);
+			topic[n] = 0;
+		} else if (ps.unit == CODEC_STREAM_PARTITION) {
+			out->index[out->nparts] = ps.partition;
+			strcpy(out->topic[out->nparts], topic);
+			out->nparts++;
+		}
+		if (out->nparts)
+			out->span[out->nparts - 1] = ps.offset_span;
+		pos += used + records;
+		avail = chunk;
+	}
+	return true;
+}
+
+Test(codec_stream, produce_scan_matches_the_decoder_for_every_version_and_chunk)
+{
+	for (int16_t v = 3; v <= 13; v++) {
+		char name[64];
+		snprintf(name, sizeof(name), "produce_req_v%d", v);
+		struct golden g;
+		golden_load(&g, name, true, CODEC_API_PRODUCE, v);
+		struct codec_iov body = golden_body(&g);
+		struct codec_produce_request req;
+		cr_assert_eq(codec_produce_request_decode(&body, 1, v, &req), CODEC_OK);
+		for (size_t chunk = 1; chunk <= body.len; chunk++) {
+			struct seen s;
+			cr_assert(walk_produce(body.base, body.len, v, chunk, &s), "v%d chunk %zu", v, chunk);
+			cr_assert_eq(s.acks, req.acks);
+			cr_assert_eq(s.timeout_ms, req.timeout_ms);
+			size_t i = 0;
+			for (size_t t = 0; t < req.ntopics; t++)
+				for (size_t p = 0; p < req.topics[t].npartitions; p++, i++) {
+					cr_assert_eq(s.index[i], req.topics[t].partitions[p].index);
+					cr_assert_eq(s.span[i], req.topics[t].partitions[p].offset_span,
+						     "v%d chunk %zu partition %zu", v, chunk, i);
+					if (v < 13)
+						cr_assert_str_eq(s.topic[i], req.topics[t].name);
+				}
+			cr_assert_eq(s.nparts, i);
+		}
+		codec_produce_request_free(&req);
+		golden_free(&g);
+	}
+}
+
+Test(codec_stream, produce_truncated_bodies_fail)
+{
+	for (int16_t v = 3; v <= 13; v++) {
+		char name[64];
+		snprintf(name, sizeof(name), "produce_req_v%d", v);
+		struct golden g;
+		golden_load(&g, name, true, CODEC_API_PRODUCE, v);
+		struct codec_iov body = golden_body(&g);
+		for (size_t n = 0; n + 1 < body.len; n++) {
+			struct seen s;
+			struct codec_iov cut = { body.base, n };
+			struct codec_produce_request req;
+			bool dec = codec_produce_request_decode(&cut, 1, v, &req) == CODEC_OK;
+			codec_produce_request_free(&req);
+			/* a prefix the decoder rejects never walks to the tail with the same results */
+			if (!dec && walk_produce(body.base, n, v, 3, &s)) {
+				/* only a prefix ending exactly before the top-level tags can */
+				cr_assert(v >= 9, "v%d prefix %zu walked", v, n);
+			}
+		}
+		golden_free(&g);
+	}
+}

@@ -1,0 +1,708 @@
+/*
+ * Unit tests of proxy/stream.c and the upstream side of proxy/conn.c: large
+ * responses are forwarded as they arrive (issue 20) — split at every byte
+ * boundary, pipelined behind held entries, the Fetch v16+ tail rewritten to
+ * the same length, a client that stops reading (backpressure reaches the
+ * broker, memory stays bounded), either side closing mid-stream. The client
+ * and the broker are the test's ends of two socketpairs (plaintext, so the
+ * record bytes go through splice(2) when nothing is buffered).
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "proxy/proxy.h"
+
+#define BROKER_HOST "broker-internal.example"
+#define ADVERTISED "127.0.0.1"
+
+struct fixture {
+	struct event_base *base;
+	struct conf *conf;
+	struct proxy_server srv;
+	struct proxy_conn *c;
+	int cl;   /* the client's end */
+	int up;   /* the broker's end */
+};
+
+static const char *yaml =
+	"mode: sidecar\n"
+	"listen:\n  kafka: 127.0.0.1:19092\n"
+	"upstream:\n  broker: 127.0.0.1:9092\n"
+	"advertise:\n  template: \"" ADVERTISED ":19092\"\n"
+	"mirrors: []\n"
+	"limits:\n  max_frame_bytes: 100000\n";
+
+static void fixture_init(struct fixture *f)
+{
+	int a[2], b[2];
+	memset(f, 0, sizeof(*f));
+	signal(SIGPIPE, SIG_IGN); /* as main.c: splice(2) has no MSG_NOSIGNAL */
+	struct conf_errors errs = { 0 };
+	f->conf = conf_load_string("t.yaml", yaml, strlen(yaml), &errs);
+	if (!f->conf)
+		conf_errors_print(&errs);
+	cr_assert(f->conf);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	f->base = event_base_new();
+	f->srv.base = f->base;
+	f->srv.conf = f->conf;
+	f->srv.topic_ids = proxy_topic_ids_new();
+	TAILQ_INIT(&f->srv.conns);
+	TAILQ_INIT(&f->srv.listeners);
+	evutil_make_socket_nonblocking(a[0]);
+	evutil_make_socket_nonblocking(b[0]);
+	if (getenv("SG_TEST_DEBUG"))
+		conf_log_set_level(LOG_DEBUG);
+	f->c = proxy_conn_new_fds(&f->srv, a[0], b[0]);
+	cr_assert(f->c);
+	f->cl = a[1];
+	f->up = b[1];
+	fcntl(f->up, F_SETFL, O_NONBLOCK);
+	fcntl(f->cl, F_SETFL, O_NONBLOCK);
+}
+
+static void fixture_fini(struct fixture *f)
+{
+	struct proxy_conn *c;
+	while ((c = TAILQ_FIRST(&f->srv.conns)))
+		proxy_conn_free(c);
+	proxy_topic_ids_free(f->srv.topic_ids);
+	event_base_free(f->base);
+	conf_free(f->conf);
+	if (f->cl >= 0)
+		close(f->cl);
+	if (f->up >= 0)
+		close(f->up);
+}
+
+/* ---- frames ---------------------------------------------------------------- */
+
+struct buf {
+	uint8_t *p;
+	size_t n, cap;
+};
+
+static void put(struct buf *b, const void *p, size_t n)
+{
+	if (b->n + n > b->cap) {
+		b->cap = (b->n + n) * 2;
+		b->p = realloc(b->p, b->cap);
+	}
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+static void put8(struct buf *b, uint8_t v) { put(b, &v, 1); }
+static void put16(struct buf *b, int16_t v) { uint8_t x[2] = { (uint8_t)(v >> 8), (uint8_t)v }; put(b, x, 2); }
+static void put32(struct buf *b, int32_t v)
+{
+	uint8_t x[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
+	put(b, x, 4);
+}
+static void put64(struct buf *b, int64_t v) { put32(b, (int32_t)(v >> 32)); put32(b, (int32_t)v); }
+static void putuv(struct buf *b, uint32_t v)
+{
+	while (v >= 0x80) {
+		put8(b, (uint8_t)(v | 0x80));
+		v >>= 7;
+	}
+	put8(b, (uint8_t)v);
+}
+static void putcstr(struct buf *b, const char *s) { putuv(b, (uint32_t)strlen(s) + 1); put(b, s, strlen(s)); }
+
+/*
+ * A Fetch v16 response frame (size prefix included): one topic, `nparts`
+ * partitions of `records` pattern bytes each, NodeEndpoints naming `host`
+ * (none when NULL).
+ */
+static struct buf fetch16(int32_t correlation_id, int nparts, size_t records, const char *host)
+{
+	struct buf b = { 0 };
+	put32(&b, 0); /* size, patched below */
+	put32(&b, correlation_id);
+	put8(&b, 0);  /* header tags */
+	put32(&b, 0); /* ThrottleTimeMs */
+	put16(&b, 0); /* ErrorCode */
+	put32(&b, 7); /* SessionId */
+	putuv(&b, 2); /* one topic */
+	uint8_t id[16];
+	memset(id, 0xab, sizeof(id));
+	put(&b, id, 16);
+	putuv(&b, (uint32_t)nparts + 1);
+	for (int p = 0; p < nparts; p++) {
+		put32(&b, p);
+		put16(&b, 0);
+		put64(&b, 1000); /* HighWatermark */
+		put64(&b, 1000); /* LastStableOffset */
+		put64(&b, 0);    /* LogStartOffset */
+		put8(&b, 0);     /* AbortedTransactions: null */
+		put32(&b, -1);   /* PreferredReadReplica */
+		putuv(&b, (uint32_t)records + 1);
+		for (size_t i = 0; i < records; i++)
+			put8(&b, (uint8_t)(i * 7 + (size_t)p));
+		put8(&b, 0); /* partition tags */
+	}
+	put8(&b, 0); /* topic tags */
+	if (host) {
+		struct buf ne = { 0 };
+		putuv(&ne, 2); /* one endpoint */
+		put32(&ne, 1);
+		putcstr(&ne, host);
+		put32(&ne, 9092);
+		put8(&ne, 0); /* Rack null */
+		put8(&ne, 0); /* tags */
+		putuv(&b, 1); /* one tagged field */
+		putuv(&b, 0); /* NodeEndpoints */
+		putuv(&b, (uint32_t)ne.n);
+		put(&b, ne.p, ne.n);
+		free(ne.p);
+	} else {
+		put8(&b, 0);
+	}
+	uint32_t len = (uint32_t)b.n - 4;
+	b.p[0] = (uint8_t)(len >> 24);
+	b.p[1] = (uint8_t)(len >> 16);
+	b.p[2] = (uint8_t)(len >> 8);
+	b.p[3] = (uint8_t)len;
+	return b;
+}
+
+/* An IN_FLIGHT Fetch v16 entry, as if the client had sent the request. */
+static struct proxy_entry *fetch_entry(struct fixture *f, int32_t correlation_id)
+{
+	struct proxy_entry *e = proxy_entry_new(f->c, PROXY_ENTRY_KAFKA);
+	e->api_key = CODEC_API_FETCH;
+	e->api_version = e->client_version = 16;
+	e->correlation_id = correlation_id;
+	return e;
+}
+
+/* ---- I/O helpers ----------------------------------------------------------- */
+
+static void loop_once(struct fixture *f)
+{
+	event_base_loop(f->base, EVLOOP_NONBLOCK);
+}
+
+/* Write what the broker's socket takes now; returns bytes written. */
+static size_t broker_write(struct fixture *f, const uint8_t *p, size_t n)
+{
+	ssize_t w = write(f->up, p, n);
+	return w > 0 ? (size_t)w : 0;
+}
+
+/* Read what the client got into `out` (appending); returns bytes read. */
+static size_t client_read(struct fixture *f, struct buf *out)
+{
+	uint8_t tmp[65536];
+	size_t total = 0;
+	for (;;) {
+		ssize_t r = read(f->cl, tmp, sizeof(tmp));
+		if (r <= 0)
+			break;
+		put(out, tmp, (size_t)r);
+		total += (size_t)r;
+	}
+	return total;
+}
+
+/* Feed `frame` to the broker side in pieces ending at `cuts`, pumping the loop; collect the client side. */
+static void feed(struct fixture *f, const struct buf *frame, const size_t *cuts, int ncuts, struct buf *out)
+{
+	size_t off = 0;
+	for (int i = 0; i <= ncuts; i++) {
+		size_t end = i < ncuts ? cuts[i] : frame->n;
+		while (off < end) {
+			off += broker_write(f, frame->p + off, end - off);
+			loop_once(f);
+			client_read(f, out);
+		}
+		loop_once(f);
+		client_read(f, out);
+	}
+	for (int i = 0; i < 200 && out->n < frame->n; i++) {
+		loop_once(f);
+		client_read(f, out);
+		usleep(100);
+	}
+}
+
+static bool contains(const struct buf *b, const char *s)
+{
+	return memmem(b->p, b->n, s, strlen(s)) != NULL;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+Test(proxy_stream, passthrough_fetch_streams_byte_for_byte_at_every_split)
+{
+	/* Fetch v16 without NodeEndpoints: the client gets exactly the broker's bytes */
+	struct buf frame = fetch16(42, 2, 40000, NULL);
+	cr_assert_gt(frame.n, PROXY_STREAM_MIN);
+	size_t step = 1;
+	for (size_t cut = 1; cut < frame.n; cut += step) {
+		/* every boundary in the structure, a sample inside the records */
+		step = cut < 200 || cut > frame.n - 200 || (cut > 40100 && cut < 40300) ? 1 : 997;
+		struct fixture f;
+		fixture_init(&f);
+		fetch_entry(&f, 42);
+		struct buf out = { 0 };
+		feed(&f, &frame, &cut, 1, &out);
+		cr_assert_eq(out.n, frame.n, "cut at %zu: got %zu of %zu bytes", cut, out.n, frame.n);
+		cr_assert(!memcmp(out.p, frame.p, frame.n), "cut at %zu: bytes differ", cut);
+		cr_assert_eq(f.c->nfifo, 0);
+		cr_assert_eq(f.c->rx.state, PROXY_RX_FRAME);
+		free(out.p);
+		fixture_fini(&f);
+	}
+	free(frame.p);
+}
+
+Test(proxy_stream, one_byte_at_a_time)
+{
+	struct buf frame = fetch16(5, 3, 30000, BROKER_HOST);
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 5);
+	size_t *cuts = malloc(frame.n * sizeof(*cuts));
+	int n = 0;
+	for (size_t i = 1; i < frame.n; i += (i < 300 || i > frame.n - 300) ? 1 : 509)
+		cuts[n++] = i;
+	struct buf out = { 0 };
+	feed(&f, &frame, cuts, n, &out);
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!contains(&out, BROKER_HOST), "no broker address reaches the client");
+	cr_assert(contains(&out, ADVERTISED));
+	free(cuts);
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, tail_endpoints_rewritten_to_the_same_length)
+{
+	/* the size prefix went out first: the tail keeps its length (filler tag) */
+	struct buf frame = fetch16(9, 1, 100000, BROKER_HOST);
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 9);
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!contains(&out, BROKER_HOST));
+	cr_assert(contains(&out, ADVERTISED));
+	/* everything before the tail is byte for byte */
+	size_t tail = frame.n - (1 + 1 + 1 + 1 + 4 + 1 + strlen(BROKER_HOST) + 4 + 1 + 1);
+	cr_assert(!memcmp(out.p, frame.p, tail));
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, longer_advertised_address_sends_empty_endpoints)
+{
+	/* "b" → "127.0.0.1" does not fit: NodeEndpoints goes out empty, padded */
+	struct buf frame = fetch16(9, 1, 100000, "b");
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 9);
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	cr_assert_eq(out.n, frame.n);
+	size_t body_end = frame.n;
+	/* tail: count 2, tag 0 size 1 empty array, then the filler */
+	size_t tail_len = 1 + 1 + 1 + (1 + 4 + 2 + 4 + 1 + 1);
+	const uint8_t *t = out.p + body_end - tail_len;
+	cr_assert_eq(t[0], 2);
+	cr_assert_eq(t[1], 0);
+	cr_assert_eq(t[2], 1);
+	cr_assert_eq(t[3], 1);
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, small_frame_rewrite_changes_a_length)
+{
+	/* below PROXY_STREAM_MIN the frame is buffered whole and the rewrite may change its size */
+	struct buf frame = fetch16(3, 1, 1000, "b");
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 3);
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	for (int i = 0; i < 50; i++) {
+		loop_once(&f);
+		client_read(&f, &out);
+	}
+	cr_assert_eq(out.n, frame.n + strlen(ADVERTISED) - 1, "the host grew by %zu bytes",
+		     strlen(ADVERTISED) - 1);
+	uint32_t size = (uint32_t)out.p[0] << 24 | (uint32_t)out.p[1] << 16 | (uint32_t)out.p[2] << 8 | out.p[3];
+	cr_assert_eq(size, out.n - 4, "the size prefix follows the rewrite");
+	cr_assert(contains(&out, ADVERTISED));
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, pipelined_behind_a_held_entry_in_order_and_bounded)
+{
+	struct fixture f;
+	fixture_init(&f);
+	struct proxy_entry *held = proxy_entry_new(f.c, PROXY_ENTRY_KAFKA);
+	held->api_key = CODEC_API_PRODUCE;
+	held->correlation_id = 1;
+	proxy_entry_set_state(f.c, held, PROXY_ENTRY_HELD);
+	fetch_entry(&f, 2);
+	fetch_entry(&f, 3);
+	struct buf a = fetch16(2, 4, 1000000, NULL);   /* 4 MB: more than the window */
+	struct buf b = fetch16(3, 1, 200000, BROKER_HOST);
+	struct buf both = { 0 };
+	put(&both, a.p, a.n);
+	put(&both, b.p, b.n);
+	size_t off = 0, peak = 0;
+	struct buf out = { 0 };
+	for (int i = 0; i < 2000; i++) {
+		off += broker_write(&f, both.p + off, both.n - off);
+		loop_once(&f);
+		size_t user = f.c->queued_bytes +
+			      evbuffer_get_length(bufferevent_get_input(f.c->upstream)) +
+			      evbuffer_get_length(bufferevent_get_output(f.c->client));
+		if (user > peak)
+			peak = user;
+	}
+	cr_assert_eq(client_read(&f, &out), 0, "nothing overtakes the held head");
+	cr_assert(f.c->upstream_paused, "the broker is not read past the window");
+	cr_assert_lt(off, both.n, "backpressure reached the broker");
+	cr_assert_leq(peak, (1u << 20) + (128u << 10), "user-space bytes bounded: %zu", peak);
+	/* release the head: everything follows, in order */
+	held->out = evbuffer_new();
+	evbuffer_add(held->out, "HELD", 4);
+	proxy_entry_set_state(f.c, held, PROXY_ENTRY_READY);
+	proxy_fifo_flush(f.c);
+	for (int i = 0; i < 100000 && out.n < 4 + both.n; i++) {
+		off += broker_write(&f, both.p + off, both.n - off);
+		loop_once(&f);
+		client_read(&f, &out);
+	}
+	cr_assert_eq(out.n, 4 + both.n);
+	cr_assert(!memcmp(out.p, "HELD", 4));
+	cr_assert(!memcmp(out.p + 4, a.p, a.n), "the first streamed response whole and in order");
+	cr_assert(!contains(&out, BROKER_HOST));
+	cr_assert_eq(f.c->nfifo, 0);
+	cr_assert_eq(f.c->queued_bytes, 0);
+	free(a.p);
+	free(b.p);
+	free(both.p);
+	free(out.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, client_that_stops_reading_pauses_the_broker)
+{
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 7);
+	struct buf frame = fetch16(7, 1, 30000000, NULL); /* 30 MB, above max_frame_bytes */
+	size_t off = 0, peak = 0;
+	for (int i = 0; i < 3000; i++) {
+		off += broker_write(&f, frame.p + off, frame.n - off);
+		loop_once(&f);
+		size_t user = evbuffer_get_length(bufferevent_get_input(f.c->upstream)) +
+			      evbuffer_get_length(bufferevent_get_output(f.c->client));
+		if (user > peak)
+			peak = user;
+	}
+	cr_assert_lt(off, frame.n / 2, "the broker was stopped (%zu of %zu written)", off, frame.n);
+	cr_assert_leq(peak, (1u << 20) + (128u << 10), "user-space bytes bounded: %zu", peak);
+	/* the client reads again: everything arrives */
+	struct buf out = { 0 };
+	for (int i = 0; i < 200000 && out.n < frame.n; i++) {
+		off += broker_write(&f, frame.p + off, frame.n - off);
+		loop_once(&f);
+		client_read(&f, &out);
+	}
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!memcmp(out.p, frame.p, frame.n));
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, broker_closes_mid_stream_closes_the_client)
+{
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 7);
+	struct buf frame = fetch16(7, 1, 3000000, NULL);
+	size_t off = 0;
+	struct buf out = { 0 };
+	while (off < frame.n / 2) {
+		off += broker_write(&f, frame.p + off, frame.n / 2 - off);
+		loop_once(&f);
+		client_read(&f, &out);
+	}
+	close(f.up);
+	f.up = -1;
+	for (int i = 0; i < 200 && f.srv.nconns > 0; i++) {
+		loop_once(&f);
+		client_read(&f, &out);
+	}
+	cr_assert_eq(f.srv.nconns, 0, "the pair is freed");
+	client_read(&f, &out);
+	cr_assert_eq(out.n, off, "every byte read was delivered (%zu of %zu)", out.n, off);
+	cr_assert_eq(read(f.cl, out.p, 1), 0, "then the client sees the close");
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, client_closes_mid_stream_rest_is_read_and_dropped)
+{
+	struct fixture f;
+	fixture_init(&f);
+	fetch_entry(&f, 7);
+	struct buf frame = fetch16(7, 1, 3000000, NULL);
+	size_t off = 0;
+	struct buf out = { 0 };
+	while (off < frame.n / 3) {
+		off += broker_write(&f, frame.p + off, frame.n / 3 - off);
+		loop_once(&f);
+		client_read(&f, &out);
+	}
+	close(f.cl);
+	f.cl = -1;
+	for (int i = 0; i < 20000 && off < frame.n; i++) {
+		off += broker_write(&f, frame.p + off, frame.n - off);
+		loop_once(&f);
+	}
+	cr_assert_eq(off, frame.n, "the broker's response is read to its end (no RST)");
+	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
+		loop_once(&f);
+	cr_assert_eq(f.srv.nconns, 0, "then the pair is freed (linger done)");
+	uint8_t x;
+	cr_assert_eq(read(f.up, &x, 1), 0, "the broker sees a clean close");
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+/* ---- requests: Produce streamed upstream ------------------------------------ */
+
+/* A Produce v9 request frame: one topic "t", `nbatches` batches of
+ * `payload` bytes (lastOffsetDelta 4 each) in partition 3. */
+static struct buf produce9(int32_t correlation_id, int16_t version, int16_t acks, int nbatches,
+			   size_t payload)
+{
+	struct buf b = { 0 };
+	put32(&b, 0);
+	put16(&b, 0);       /* Produce */
+	put16(&b, version);
+	put32(&b, correlation_id);
+	put16(&b, 4);
+	put(&b, "test", 4); /* client id */
+	put8(&b, 0);        /* header tags */
+	put8(&b, 0);        /* TransactionalId null */
+	put16(&b, acks);
+	put32(&b, 30000);
+	putuv(&b, 2);       /* one topic */
+	if (version >= 13) {
+		uint8_t id[16];
+		memset(id, 0x5a, sizeof(id));
+		put(&b, id, 16); /* TopicId */
+	} else {
+		putcstr(&b, "t");
+	}
+	putuv(&b, 2);       /* one partition */
+	put32(&b, 3);
+	size_t batch = 61 + payload;
+	putuv(&b, (uint32_t)(batch * (size_t)nbatches) + 1);
+	for (int i = 0; i < nbatches; i++) {
+		put64(&b, 0);
+		put32(&b, (int32_t)(49 + payload));
+		put32(&b, 0);
+		put8(&b, 2);    /* magic */
+		put32(&b, 0);   /* crc (not checked by syncgate) */
+		put16(&b, 0);
+		put32(&b, 4);   /* lastOffsetDelta */
+		put64(&b, 0);
+		put64(&b, 0);
+		put64(&b, -1);
+		put16(&b, -1);
+		put32(&b, -1);
+		put32(&b, 5);
+		for (size_t j = 0; j < payload; j++)
+			put8(&b, (uint8_t)(j + (size_t)i));
+	}
+	put8(&b, 0); /* partition tags */
+	put8(&b, 0); /* topic tags */
+	put8(&b, 0); /* request tags */
+	uint32_t len = (uint32_t)b.n - 4;
+	b.p[0] = (uint8_t)(len >> 24);
+	b.p[1] = (uint8_t)(len >> 16);
+	b.p[2] = (uint8_t)(len >> 8);
+	b.p[3] = (uint8_t)len;
+	return b;
+}
+
+static size_t client_write(struct fixture *f, const uint8_t *p, size_t n)
+{
+	ssize_t w = write(f->cl, p, n);
+	return w > 0 ? (size_t)w : 0;
+}
+
+static size_t broker_read(struct fixture *f, struct buf *out)
+{
+	uint8_t tmp[65536];
+	size_t total = 0;
+	for (;;) {
+		ssize_t r = read(f->up, tmp, sizeof(tmp));
+		if (r <= 0)
+			break;
+		put(out, tmp, (size_t)r);
+		total += (size_t)r;
+	}
+	return total;
+}
+
+/* Send `frame` from the client in pieces ending at `cuts`; collect what the broker gets. */
+static void send_request(struct fixture *f, const struct buf *frame, const size_t *cuts, int ncuts,
+			 struct buf *out)
+{
+	size_t off = 0;
+	for (int i = 0; i <= ncuts; i++) {
+		size_t end = i < ncuts ? cuts[i] : frame->n;
+		while (off < end) {
+			off += client_write(f, frame->p + off, end - off);
+			loop_once(f);
+			broker_read(f, out);
+		}
+		loop_once(f);
+		broker_read(f, out);
+	}
+	for (int i = 0; i < 200 && out->n < frame->n; i++) {
+		loop_once(f);
+		broker_read(f, out);
+		usleep(100);
+	}
+}
+
+Test(proxy_stream, produce_request_streams_at_every_split_and_keeps_what_the_gate_needs)
+{
+	struct buf frame = produce9(77, 9, -1, 3, 400000);
+	cr_assert_gt(frame.n, PROXY_STREAM_MIN_REQUEST);
+	size_t step = 1;
+	for (size_t cut = 1; cut < frame.n; cut += step) {
+		/* every boundary in the structure and around each batch header */
+		size_t in_batch = cut > 60 ? (cut - 60) % 400061 : 0;
+		step = cut < 300 || in_batch < 100 || in_batch > 399950 || cut > frame.n - 100 ? 1 : 7919;
+		struct fixture f;
+		fixture_init(&f);
+		struct buf out = { 0 };
+		send_request(&f, &frame, &cut, 1, &out);
+		cr_assert_eq(out.n, frame.n, "cut at %zu: %zu of %zu bytes", cut, out.n, frame.n);
+		cr_assert(!memcmp(out.p, frame.p, frame.n), "cut at %zu: byte for byte", cut);
+		cr_assert_eq(f.c->nfifo, 1);
+		struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
+		cr_assert_eq(e->correlation_id, 77);
+		cr_assert(e->produce, "cut at %zu: the request summary is kept", cut);
+		cr_assert_eq(e->produce->acks, -1);
+		cr_assert_eq(e->produce->nparts, 1);
+		cr_assert_eq(e->produce->parts[0].partition, 3);
+		cr_assert_eq(e->produce->parts[0].offset_span, 15, "3 batches of 5 records");
+		cr_assert_str_eq(e->produce->topics[0].name, "t");
+		cr_assert_eq(f.c->tx.state, PROXY_RX_FRAME);
+		free(out.p);
+		fixture_fini(&f);
+	}
+	free(frame.p);
+}
+
+Test(proxy_stream, produce_acks0_takes_no_slot_and_v14_goes_up_as_v13)
+{
+	struct fixture f;
+	fixture_init(&f);
+	struct buf a = produce9(1, 9, 0, 2, 600000);
+	struct buf b = produce9(2, 14, 1, 2, 600000);
+	struct buf both = { 0 }, out = { 0 };
+	put(&both, a.p, a.n);
+	put(&both, b.p, b.n);
+	send_request(&f, &both, NULL, 0, &out);
+	cr_assert_eq(out.n, both.n);
+	cr_assert(!memcmp(out.p, a.p, a.n));
+	cr_assert_eq(out.p[a.n + 7], 13, "v14 is v13 on the wire");
+	cr_assert(!memcmp(out.p + a.n + 8, b.p + 8, b.n - 8));
+	cr_assert_eq(f.c->nfifo, 1, "acks=0 has no response");
+	struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
+	cr_assert_eq(e->client_version, 14);
+	cr_assert_eq(e->api_version, 13);
+	free(a.p);
+	free(b.p);
+	free(both.p);
+	free(out.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, broker_that_stops_reading_pauses_the_client)
+{
+	struct fixture f;
+	fixture_init(&f);
+	struct buf frame = produce9(5, 9, -1, 10, 2000000); /* 20 MB, above max_frame_bytes */
+	size_t off = 0, peak = 0;
+	for (int i = 0; i < 3000; i++) {
+		off += client_write(&f, frame.p + off, frame.n - off);
+		loop_once(&f);
+		size_t user = evbuffer_get_length(bufferevent_get_input(f.c->client)) +
+			      evbuffer_get_length(bufferevent_get_output(f.c->upstream));
+		if (user > peak)
+			peak = user;
+	}
+	cr_assert_lt(off, frame.n / 2, "the client was stopped (%zu of %zu)", off, frame.n);
+	cr_assert_leq(peak, (1u << 20) + (128u << 10), "user-space bytes bounded: %zu", peak);
+	struct buf out = { 0 };
+	for (int i = 0; i < 200000 && out.n < frame.n; i++) {
+		off += client_write(&f, frame.p + off, frame.n - off);
+		loop_once(&f);
+		broker_read(&f, &out);
+	}
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!memcmp(out.p, frame.p, frame.n));
+	cr_assert_eq(TAILQ_FIRST(&f.c->fifo)->produce->parts[0].offset_span, 50);
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
+
+Test(proxy_stream, client_closes_mid_request_closes_the_pair)
+{
+	struct fixture f;
+	fixture_init(&f);
+	struct buf frame = produce9(5, 9, -1, 4, 1000000);
+	size_t off = 0;
+	struct buf out = { 0 };
+	while (off < frame.n / 2) {
+		off += client_write(&f, frame.p + off, frame.n / 2 - off);
+		loop_once(&f);
+		broker_read(&f, &out);
+	}
+	close(f.cl);
+	f.cl = -1;
+	for (int i = 0; i < 500 && f.srv.nconns > 0; i++) {
+		loop_once(&f);
+		broker_read(&f, &out);
+	}
+	cr_assert_eq(f.srv.nconns, 0, "a request cut short closes both sides");
+	broker_read(&f, &out);
+	cr_assert_eq(out.n, off, "every byte read went upstream (%zu of %zu)", out.n, off);
+	uint8_t x;
+	cr_assert_eq(read(f.up, &x, 1), 0);
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}
