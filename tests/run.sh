@@ -152,6 +152,8 @@ if [ $unit -eq 1 ]; then
     # the restart and lifecycle paths (state log replay, reload, SIGKILL) on
     # real Kafka with the sanitized binary; a report in its log fails the test
     asan_restarts() {
+      # meson test builds only what the unit tests need: the binary too
+      meson compile -C build-asan >/dev/null || return 1
       SG_STATE_HOME="/tmp/syncgate-testbed/pytest-asan.$$" SYNCGATE_BIN="$repo/build-asan/proxy/syncgate" \
         UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
         "$PY" -m pytest -q -p no:cacheprovider "${tmo[@]+"${tmo[@]}"}" tests/integration \
