@@ -145,6 +145,7 @@ if [ $unit -eq 1 ]; then
     [ -f build-asan/build.ninja ] || meson setup build-asan -Dwerror=true \
       -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || return 1
     UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+      LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp" \
       meson test -C build-asan --print-errorlogs
   }
   check "unit tests under ASan+UBSan (build-asan)" asan_tests
