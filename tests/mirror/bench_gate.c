@@ -52,7 +52,7 @@ static long rss_kib(void)
 static int bench_partitions(long np, int nm)
 {
 	static char *topics[] = {"bench"};
-	static char names[8][8];
+	static char names[8][16];
 	struct conf_mirror m[8];
 	memset(m, 0, sizeof(m));
 	for (int i = 0; i < nm; i++) {
