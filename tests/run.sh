@@ -132,11 +132,19 @@ EOF
 fi
 
 # one-shot checks, each counted as one test: check NAME cmd...
+# A failed check's last lines go into the summary, so the end of the output
+# (all a CI report may keep) says why.
 check() {
   local name="$1"; shift
   step "$name"
-  if "$@"; then passed=$((passed + 1)); notes+=("$name: passed")
-  else failed=$((failed + 1)); notes+=("FAILED: $name"); fi
+  local out rc; out="$(mktemp)"
+  "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); notes+=("$name: passed")
+  else
+    failed=$((failed + 1)); notes+=("FAILED: $name")
+    while IFS= read -r line; do notes+=("    | $line"); done < <(grep -v '^\s*$' "$out" | tail -n 12)
+  fi
+  rm -f "$out"
 }
 
 if [ $unit -eq 1 ]; then

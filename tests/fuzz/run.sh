@@ -25,6 +25,11 @@ for t in $targets; do
 		echo "$t: ok, $(grep -m1 'stat::number_of_executed_units' "$build/$t.log" | awk '{print $2}') runs"
 	else
 		echo "$t: FAILED, see $build/$t.log"
+		grep -m2 -E '^(==[0-9]+==ERROR|SUMMARY|ERROR)' "$build/$t.log" || tail -n 3 "$build/$t.log"
+		# the input itself, so a report that keeps only the output can be replayed
+		for f in $(grep -o -E "(crash|timeout|oom|leak)-[0-9a-f]+" "$build/$t.log" | sort -u); do
+			[ -f "$build/$f" ] && echo "$f base64: $(head -c 4096 "$build/$f" | base64 -w0)"
+		done
 		status=1
 	fi
 done
