@@ -262,7 +262,9 @@ static void walk_records(const struct codec_reader *r, size_t off, size_t len, i
 			last = base;               /* legacy entry: offset of its last message */
 			count = 1;
 		} else if (magic == 2 && left >= BATCH_LAST_DELTA_OFF + 4) {
-			last = base + peek_i32(r, off + pos + BATCH_LAST_DELTA_OFF);
+			int32_t delta = peek_i32(r, off + pos + BATCH_LAST_DELTA_OFF);
+			/* a corrupt base or delta would overflow: treat as "too short to tell" */
+			last = base >= 0 && delta >= 0 && base <= INT64_MAX - delta ? base + delta : base;
 			if (!partial && blen + BATCH_LOG_OVERHEAD >= BATCH_V2_HEADER)
 				count = peek_i32(r, off + pos + BATCH_RECORDS_COUNT_OFF);
 			else
