@@ -167,6 +167,7 @@ void mirror_gate_free(struct mirror_gate *g)
 		event_free(g->done_ev);
 	if (g->tick_ev)
 		event_free(g->tick_ev);
+	mirror_workers_wait_stopped(); /* they post to the bridge until they end */
 	mirror_bridge_free(g->bridge);
 	free(g);
 }

@@ -345,9 +345,16 @@ struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
 /* srcauth.c: log and keep the source clients' authentication/TLS failures. Any thread. */
 void mirror_source_errors_install(struct rd_kafka_conf_s *c);
-/* Stop the threads, destroy the clients. Blocks until they end (≤ ~5 s: a
- * blocking call in flight runs to its timeout, MIRROR_W_RPC_MS). Loop thread. */
+/* Ask the worker to stop and return at once: a detached reaper thread joins
+ * its threads (a blocking call in flight runs to its timeout, ≤ MIRROR_W_RPC_MS)
+ * and destroys its clients and `w`. Reports it posts meanwhile carry its old
+ * link id and are dropped by the loop. Loop thread. */
 void mirror_worker_stop(struct mirror_worker *w);
+/* Workers stopped whose threads have not ended yet (whole process). Any thread. */
+int mirror_workers_stopping(void);
+/* Block until every stopped worker has ended: before freeing what they post
+ * to (the bridge). Loop thread, at gate free. */
+void mirror_workers_wait_stopped(void);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable
  * or `until_ms` (monotonic ms) passes: in `poll` mode a known partition is
  * queued on its destination leader's lane at once (polled now, or right after

@@ -341,14 +341,19 @@ fail:
 	return NULL;
 }
 
-void mirror_worker_stop(struct mirror_worker *w)
+/* Workers whose stop was asked and whose threads have not ended yet (all
+ * gates of the process): mirror_worker_stop hands the join to a detached
+ * reaper thread, so the loop never waits for a blocking call in flight. */
+static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int n;
+} reaping = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+
+/* Join the worker's threads, then destroy its clients (librdkafka's destroy
+ * waits for its own broker threads: up to seconds). Any thread but the worker's. */
+static void worker_finish(struct mirror_worker *w)
 {
-	if (!w)
-		return;
-	pthread_mutex_lock(&w->mu);
-	w->stop = true;
-	pthread_cond_signal(&w->cv);
-	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->th, NULL); /* it ends the other threads */
 	for (size_t i = 0; i < w->ntopics; i++)
 		wtopic_free(&w->topics[i]);
@@ -365,6 +370,57 @@ void mirror_worker_stop(struct mirror_worker *w)
 	if (w->src)
 		rd_kafka_destroy(w->src);
 	worker_free(w);
+}
+
+static void *worker_reap(void *arg)
+{
+	worker_finish(arg);
+	pthread_mutex_lock(&reaping.mu);
+	reaping.n--;
+	pthread_cond_broadcast(&reaping.cv);
+	pthread_mutex_unlock(&reaping.mu);
+	return NULL;
+}
+
+void mirror_worker_stop(struct mirror_worker *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	pthread_mutex_lock(&reaping.mu);
+	reaping.n++;
+	pthread_mutex_unlock(&reaping.mu);
+	pthread_attr_t attr;
+	pthread_t th;
+	bool started = pthread_attr_init(&attr) == 0;
+	if (started) {
+		started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+			  pthread_create(&th, &attr, worker_reap, w) == 0;
+		pthread_attr_destroy(&attr);
+	}
+	if (!started) {
+		LOG_W("mirror_worker_stop_inline", "mirror=%s reason=\"no reaper thread: the loop waits\"", w->name);
+		worker_reap(w);
+	}
+}
+
+int mirror_workers_stopping(void)
+{
+	pthread_mutex_lock(&reaping.mu);
+	int n = reaping.n;
+	pthread_mutex_unlock(&reaping.mu);
+	return n;
+}
+
+void mirror_workers_wait_stopped(void)
+{
+	pthread_mutex_lock(&reaping.mu);
+	while (reaping.n > 0)
+		pthread_cond_wait(&reaping.cv, &reaping.mu);
+	pthread_mutex_unlock(&reaping.mu);
 }
 
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,

@@ -35,8 +35,8 @@
 /* No release waits behind the main or isr thread's calls, and a lane's only
  * behind its own leader's: timeouts are as long as a large cluster on a busy
  * machine needs (10,000-partition Metadata or ListOffsets take seconds on a
- * saturated 2-core machine), bounded by how long mirror_worker_stop() may
- * wait for a call in flight. */
+ * saturated 2-core machine), bounded by how long a stopped worker's reaper
+ * (and the gate's free, which waits for it) may wait for a call in flight. */
 #define MIRROR_W_RPC_MS 5000      /* timeout of one blocking librdkafka call (Metadata, configs, source HW) */
 #define MIRROR_W_LIST_MS 2000     /* ListOffsets(END) of one destination leader's partitions */
 #define MIRROR_W_SLOW_RPC_MS 200  /* ListOffsets timeout of a lane whose leader just timed out (a moved

@@ -14,6 +14,7 @@
 
 #include "conf/conf.h"
 #include "mirror/mirror.h"
+#include "mirror/internal.h"
 
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);
@@ -385,5 +386,36 @@ Test(mirror_worker, poll_slow_destination_broker_delays_only_its_partitions, .ti
 	while (!o1.calls && mirror_now_ms() < end)
 		run_ms(20);
 	cr_assert_eq(o1.outcome, MIRROR_SATISFIED, "released once broker 2 answers");
+	stop();
+}
+
+/* #18: removing a mirror by reload must not stall the event loop while its
+ * worker finishes a call in flight (up to MIRROR_W_RPC_MS): the join and the
+ * clients' destroy run on a reaper thread. */
+Test(mirror_worker, removed_mirror_stops_off_the_loop, .timeout = 90)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();
+	rd_kafka_mock_broker_set_rtt(mc_dst, 1, 3000);
+	produce(mc_src, 0, 5);
+	/* held: the lane polls the slow destination broker back to back */
+	struct mirror_wait_part p0 = {.topic = "orders", .partition = 0, .last_offset = 14};
+	struct outrec o = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p0, 1, mirror_now_ms() + 60000, on_out, &o));
+	run_ms(300);
+	cr_assert_eq(o.calls, 0);
+	struct conf none = cfg;
+	none.mirrors = NULL;
+	none.nmirrors = 0;
+	cr_assert_eq(mirror_gate_reconfigure(g, &none), 0);
+	cr_assert_eq(mirror_workers_stopping(), 1,
+		     "reload returned while the removed mirror's worker is still in its 3 s call");
+	int64_t end = mirror_now_ms() + 30000;
+	while ((!o.calls || mirror_workers_stopping() > 0) && mirror_now_ms() < end)
+		run_ms(20);
+	cr_assert_eq(o.calls, 1, "the removed mirror no longer holds the wait");
+	cr_assert_eq(o.outcome, MIRROR_SATISFIED, "removal releases (asynchronous predicate)");
+	cr_assert_eq(mirror_workers_stopping(), 0, "the reaper ended the worker");
+	rd_kafka_mock_broker_set_rtt(mc_dst, 1, 0);
 	stop();
 }
