@@ -234,11 +234,9 @@ struct proxy_server {
 	uint64_t bytes_since_trim;     /* response bytes moved through user space since malloc_trim */
 	size_t nconns;
 	uint64_t next_conn_id;
-	bool broker_has_produce_v13;   /* learnt from ApiVersions responses */
 	bool shutting_down;
 	struct event *shutdown_timer;
 	struct event *keepalive_ev;    /* upstream.keepalive_ms: internal requests while holding */
-	struct sync_codes { int16_t timeout, not_enough_remote; } codes;
 };
 
 /**
@@ -258,7 +256,7 @@ void proxy_server_free(struct proxy_server *srv);
  */
 void proxy_server_shutdown(struct proxy_server *srv, int grace_ms);
 
-/** Apply a reloaded config (limits, timeouts, codes, TLS files). Loop thread. */
+/** Apply a reloaded config (limits, timeouts, TLS files). Loop thread. */
 int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf);
 
 /* server.c */

@@ -112,7 +112,6 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 		struct codec_api_version_range *a = &m.api_keys[i];
 		const struct codec_api *api = codec_api_get(a->api_key);
 		if (a->api_key == CODEC_API_PRODUCE) {
-			c->srv->broker_has_produce_v13 = a->max_version >= 13;
 			if (a->max_version >= 13 &&
 			    c->srv->conf->gate_advertise_produce_v14 == CONF_V14_AUTO) {
 				a->max_version = CODEC_PRODUCE_V14;
