@@ -710,6 +710,19 @@ enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, 
 /** Release a Fetch scan. */
 void codec_fetch_response_scan_free(struct codec_fetch_response_scan *s);
 
+/**
+ * The walk of a Fetch response body the scan and the clamp share: starts `r`
+ * on iov, reads the header, every topic's name (v4–v12) or id (v13+) into
+ * `*names` / `*ids` (allocated `*ntopics` long, NULL entries for the other
+ * kind; the caller frees them) and calls `part(r, ctx, topic index)` for
+ * each partition, which must read it whole. Stops before the top-level
+ * tagged fields. CODEC_ERR_UNSUPPORTED for a version outside v4–v18 (nothing
+ * read), else CODEC_OK with any decode error sticky in `r`.
+ */
+enum codec_err codec_fetch_response_walk(struct codec_reader *r, const struct codec_iov *iov, int niov,
+					 int16_t version, char ***names, uint8_t (**ids)[16], size_t *ntopics,
+					 void (*part)(struct codec_reader *r, void *ctx, size_t topic), void *ctx);
+
 /* ------------------------------------------------------------------------ */
 /* ListOffsets (key 2), spec ListOffsetsRequest/Response v1–v11             */
 /* ------------------------------------------------------------------------ */
