@@ -31,7 +31,6 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include "proxy/proxy.h"
 
@@ -212,24 +211,6 @@ static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_free(c);
 }
 
-/*
- * SNI and the name the broker's certificate must carry. An IP literal is
- * checked against the certificate's IP addresses and sent without SNI (RFC
- * 6066 allows only host names there).
- */
-static int upstream_tls_name(SSL *ssl, const char *host, bool verify)
-{
-	struct in6_addr a;
-	bool ip = inet_pton(AF_INET, host, &a) == 1 || inet_pton(AF_INET6, host, &a) == 1;
-	if (!ip && SSL_set_tlsext_host_name(ssl, host) != 1)
-		return -1;
-	if (!verify)
-		return 0;
-	if (ip)
-		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
-	return SSL_set1_host(ssl, host) == 1 ? 0 : -1;
-}
-
 /* A new pair in CONNECTING, its bufferevents not created yet. */
 static struct proxy_conn *conn_new(struct proxy_listener *lst, struct proxy_server *srv)
 {
@@ -295,8 +276,8 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	}
 	if (srv->upstream_tls) {
 		SSL *ssl = SSL_new(srv->upstream_tls);
-		if (ssl && upstream_tls_name(ssl, lst->upstream_host,
-					     srv->conf->upstream_tls.verify_hostname) == 0)
+		if (ssl && proxy_tls_client_name(ssl, lst->upstream_host,
+						 srv->conf->upstream_tls.verify_hostname) == 0)
 			c->upstream = bufferevent_openssl_socket_new(srv->base, -1, ssl,
 								     BUFFEREVENT_SSL_CONNECTING, opts);
 		else
