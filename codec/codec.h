@@ -57,6 +57,14 @@ enum codec_err {
 };
 /** Static description of `e`. */
 const char *codec_err_str(enum codec_err e);
+/**
+ * Where the last decode on this thread failed: the byte offset (from the
+ * start of the iov it was given) of its reader's first error, like errno —
+ * read it right after a decoder returned an error (not meaningful for
+ * CODEC_ERR_UNSUPPORTED or CODEC_ERR_NOMEM). The proxy logs it as offset=.
+ * Any thread.
+ */
+size_t codec_err_offset(void);
 
 /** One contiguous piece of a frame. Borrowed; must outlive the decode call. */
 struct codec_iov {

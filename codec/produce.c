@@ -81,11 +81,8 @@ static void walk_batches(struct codec_reader *r, struct codec_slice records,
 		p->offset_span += (int64_t)b.last_offset_delta + 1;
 		p->last_batch = b;
 	}
-	if (sub.err) {
-		/* The blob's bytes were all present: a partial batch is malformed. */
-		r->err = sub.err == CODEC_ERR_UNDERFLOW ? CODEC_ERR_BAD_MSG : sub.err;
-		r->err_off = sub.err_off;
-	}
+	if (sub.err) /* the blob's bytes were all present: a partial batch is malformed */
+		codec_reader_join(r, &sub);
 }
 
 static void read_partition_req(struct codec_reader *r, void *elem, void *ctx)

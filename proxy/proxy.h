@@ -139,6 +139,7 @@ struct proxy_rx {
 	enum proxy_rx_state state;
 	struct proxy_entry *e;         /* the entry it answers (rx) or opened (tx); NULL: rx
 				        * dropped (client gone), tx acks=0 */
+	size_t frame;                  /* the frame's bytes, size prefix included */
 	size_t left;                   /* bytes of the frame not consumed yet */
 	size_t opaque;                 /* of those, bytes passed without parsing (records) */
 	bool scan;                     /* rx: Fetch v16+, walk to the tail tags; tx: always */

@@ -256,8 +256,9 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 							      proxy_advertise_endpoint, c->srv, &s);
 	if (err != CODEC_OK) {
 		/* never forward an address we could not rewrite */
-		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s",
-		      (unsigned long long)c->id, codec_api_name(key), version, codec_err_str(err));
+		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s offset=%zu",
+		      (unsigned long long)c->id, codec_api_name(key), version, codec_err_str(err),
+		      body_off + codec_err_offset());
 		codec_buf_free(&s.ins);
 		return -1;
 	}
