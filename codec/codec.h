@@ -294,6 +294,7 @@ struct codec_api {
 	int16_t decode_max;     /* highest version syncgate decodes; -1: opaque */
 	int16_t min_version;    /* lowest version Apache Kafka 4.3 serves; -1: none */
 	int16_t max_version;    /* highest stable version Apache Kafka 4.3 serves; -1: none */
+	int16_t endpoints_from; /* first version whose response names brokers (rewritten); -1: never */
 };
 
 /** Table row for `api_key`, or NULL for a key Kafka 4.x does not have. */
@@ -423,7 +424,7 @@ struct codec_splice {
 	struct codec_buf ins;    /* owned; codec_buf_free() it */
 };
 
-/** True when responses of this api key/version can carry broker addresses. */
+/** True when responses of this api key/version can carry broker addresses (codec_api.endpoints_from). */
 bool codec_response_has_endpoints(int16_t api_key, int16_t api_version);
 
 /**

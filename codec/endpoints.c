@@ -257,20 +257,8 @@ static enum codec_err tags_offset(int16_t api_key, int16_t api_version, const st
 
 bool codec_response_has_endpoints(int16_t api_key, int16_t api_version)
 {
-	switch (api_key) {
-	case CODEC_API_METADATA:
-	case CODEC_API_FIND_COORDINATOR:
-	case CODEC_API_DESCRIBE_CLUSTER:
-	case CODEC_API_SHARE_FETCH:
-	case CODEC_API_SHARE_ACKNOWLEDGE:
-		return true;
-	case CODEC_API_PRODUCE:
-		return api_version >= 10;
-	case CODEC_API_FETCH:
-		return api_version >= 16;
-	default:
-		return false;
-	}
+	const struct codec_api *a = codec_api_get(api_key);
+	return a && a->endpoints_from >= 0 && api_version >= a->endpoints_from;
 }
 
 /* Outer size limit for replacement bytes (hosts are ≤ 32 KiB each). */

@@ -7,7 +7,7 @@ struct error_row {
 	bool retriable;
 };
 
-/* Contiguous from -1; index = code + 1. Generated from Errors.values() of kafka-clients 4.3.1. */
+/* Contiguous from -1; index = code + 1. Written from Errors.values() of kafka-clients 4.3.1 (no generator). */
 static const struct error_row errors[] = {
 	{-1, "UNKNOWN_SERVER_ERROR", false},
 	{0, "NONE", false},
