@@ -229,6 +229,9 @@ void codec_write_i32(struct codec_buf *b, int32_t v);
 void codec_write_i64(struct codec_buf *b, int64_t v);
 void codec_write_bool(struct codec_buf *b, bool v);
 void codec_write_uvarint(struct codec_buf *b, uint32_t v);
+/** Unsigned varint of `v` at `p` (room for 5 bytes); returns its length. For
+ * edits in place, outside a codec_buf. */
+size_t codec_put_uvarint(uint8_t *p, uint32_t v);
 void codec_write_varint(struct codec_buf *b, int32_t v);
 void codec_write_varlong(struct codec_buf *b, int64_t v);
 void codec_write_uuid(struct codec_buf *b, const uint8_t v[16]);

@@ -77,17 +77,6 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-static size_t put_uvarint(uint8_t *p, uint32_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 /* An int64 field at `off` overwritten with `v`. */
 static void edit_i64(struct codec_reader *r, struct codec_edits *e, size_t off, int64_t v)
 {
@@ -341,7 +330,7 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 			uint8_t b[8];
 			size_t n;
 			if (r->flexible) {
-				n = put_uvarint(b, (uint32_t)p->kept_len + 1);
+				n = codec_put_uvarint(b, (uint32_t)p->kept_len + 1);
 			} else {
 				put_be32(b, (uint32_t)p->kept_len);
 				n = 4;
