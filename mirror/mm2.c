@@ -95,18 +95,18 @@ static void mm2_apply(struct mirror_worker *w, const rd_kafka_message_t *m)
 	}
 }
 
-/*
- * The offset-syncs tail: a long-polling consumer (librdkafka's fetch waits
- * at the broker until a sync is written, then returns at once), each sync
- * reported as it arrives — no other request of the worker runs on this
- * thread, so a new sync releases its waiters within a fetch round trip.
- */
 static void mm2_apply_all(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		mm2_apply(w, ms[i]);
 }
 
+/*
+ * The offset-syncs tail: a long-polling consumer (librdkafka's fetch waits
+ * at the broker until a sync is written, then returns at once), each sync
+ * reported as it arrives — no other request of the worker runs on this
+ * thread, so a new sync releases its waiters within a fetch round trip.
+ */
 void *mirror_mm2_main(void *arg)
 {
 	struct mirror_worker *w = arg;

@@ -93,7 +93,6 @@ struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *t
 	return t;
 }
 
-
 void mirror_worker_consume(struct mirror_worker *w, rd_kafka_t *rk, int poll_ms, rd_kafka_message_t **ms,
 			   size_t cap, const char *err_event, void (*assign)(struct mirror_worker *w),
 			   void (*apply)(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n))
