@@ -25,20 +25,6 @@ enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, in
 	return codec_reader_finish(&r);
 }
 
-enum codec_err codec_api_versions_request_encode(const struct codec_api_versions_request *m,
-						 int16_t version, struct codec_buf *out)
-{
-	if (version < 0 || version > API_VERSIONS_MAX)
-		return CODEC_ERR_UNSUPPORTED;
-	out->flexible = codec_api_flexible(CODEC_API_API_VERSIONS, version);
-	if (version >= 3) {
-		codec_write_str(out, m->client_software_name ? m->client_software_name : "");
-		codec_write_str(out, m->client_software_version ? m->client_software_version : "");
-	}
-	codec_write_tags(out, NULL, 0, &m->tags);
-	return out->err;
-}
-
 void codec_api_versions_request_free(struct codec_api_versions_request *m)
 {
 	free(m->client_software_name);

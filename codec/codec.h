@@ -57,6 +57,14 @@ enum codec_err {
 };
 /** Static description of `e`. */
 const char *codec_err_str(enum codec_err e);
+/**
+ * Where the last decode on this thread failed: the byte offset (from the
+ * start of the iov it was given) of its reader's first error, like errno —
+ * read it right after a decoder returned an error (not meaningful for
+ * CODEC_ERR_UNSUPPORTED or CODEC_ERR_NOMEM). The proxy logs it as offset=.
+ * Any thread.
+ */
+size_t codec_err_offset(void);
 
 /** One contiguous piece of a frame. Borrowed; must outlive the decode call. */
 struct codec_iov {
@@ -221,6 +229,9 @@ void codec_write_i32(struct codec_buf *b, int32_t v);
 void codec_write_i64(struct codec_buf *b, int64_t v);
 void codec_write_bool(struct codec_buf *b, bool v);
 void codec_write_uvarint(struct codec_buf *b, uint32_t v);
+/** Unsigned varint of `v` at `p` (room for 5 bytes); returns its length. For
+ * edits in place, outside a codec_buf. */
+size_t codec_put_uvarint(uint8_t *p, uint32_t v);
 void codec_write_varint(struct codec_buf *b, int32_t v);
 void codec_write_varlong(struct codec_buf *b, int64_t v);
 void codec_write_uuid(struct codec_buf *b, const uint8_t v[16]);
@@ -286,6 +297,7 @@ struct codec_api {
 	int16_t decode_max;     /* highest version syncgate decodes; -1: opaque */
 	int16_t min_version;    /* lowest version Apache Kafka 4.3 serves; -1: none */
 	int16_t max_version;    /* highest stable version Apache Kafka 4.3 serves; -1: none */
+	int16_t endpoints_from; /* first version whose response names brokers (rewritten); -1: never */
 };
 
 /** Table row for `api_key`, or NULL for a key Kafka 4.x does not have. */
@@ -339,11 +351,6 @@ enum codec_err codec_response_header_decode(const struct codec_iov *iov, int nio
 
 /** Produce v14 introduces the new codes; v14 is v13 on the wire. */
 #define CODEC_PRODUCE_V14 14
-
-/** Name of a Kafka error code ("NOT_LEADER_OR_FOLLOWER"), "UNKNOWN" if none. */
-const char *codec_error_name(int16_t code);
-/** True when Kafka marks the code retriable. */
-bool codec_error_retriable(int16_t code);
 
 /** The two provisional sync codes in force (from config). */
 struct codec_sync_codes {
@@ -415,7 +422,7 @@ struct codec_splice {
 	struct codec_buf ins;    /* owned; codec_buf_free() it */
 };
 
-/** True when responses of this api key/version can carry broker addresses. */
+/** True when responses of this api key/version can carry broker addresses (codec_api.endpoints_from). */
 bool codec_response_has_endpoints(int16_t api_key, int16_t api_version);
 
 /**
@@ -599,13 +606,6 @@ struct codec_produce_request {
 enum codec_err codec_produce_request_decode(const struct codec_iov *iov, int niov,
 					    int16_t version,
 					    struct codec_produce_request *out) CODEC_WUR;
-/**
- * Encode a decoded Produce request; records are copied from `src` (the body
- * the request was decoded from) by their slices.
- */
-enum codec_err codec_produce_request_encode(const struct codec_produce_request *m, int16_t version,
-					    const struct codec_iov *src, int nsrc,
-					    struct codec_buf *out) CODEC_WUR;
 /** Release a decoded Produce request (records were never copied). */
 void codec_produce_request_free(struct codec_produce_request *m);
 
@@ -710,6 +710,19 @@ enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, 
 /** Release a Fetch scan. */
 void codec_fetch_response_scan_free(struct codec_fetch_response_scan *s);
 
+/**
+ * The walk of a Fetch response body the scan and the clamp share: starts `r`
+ * on iov, reads the header, every topic's name (v4–v12) or id (v13+) into
+ * `*names` / `*ids` (allocated `*ntopics` long, NULL entries for the other
+ * kind; the caller frees them) and calls `part(r, ctx, topic index)` for
+ * each partition, which must read it whole. Stops before the top-level
+ * tagged fields. CODEC_ERR_UNSUPPORTED for a version outside v4–v18 (nothing
+ * read), else CODEC_OK with any decode error sticky in `r`.
+ */
+enum codec_err codec_fetch_response_walk(struct codec_reader *r, const struct codec_iov *iov, int niov,
+					 int16_t version, char ***names, uint8_t (**ids)[16], size_t *ntopics,
+					 void (*part)(struct codec_reader *r, void *ctx, size_t topic), void *ctx);
+
 /* ------------------------------------------------------------------------ */
 /* ListOffsets (key 2), spec ListOffsetsRequest/Response v1–v11             */
 /* ------------------------------------------------------------------------ */
@@ -737,45 +750,11 @@ struct codec_list_offsets_request {
 	struct codec_tags tags;
 };
 
-struct codec_list_offsets_partition_resp {
-	int32_t partition_index;
-	int16_t error_code;
-	int64_t timestamp;
-	int64_t offset;
-	int32_t leader_epoch;          /* v4+ */
-	struct codec_tags tags;
-};
-
-struct codec_list_offsets_topic_resp {
-	char *name;
-	struct codec_list_offsets_partition_resp *partitions;
-	size_t npartitions;
-	struct codec_tags tags;
-};
-
-struct codec_list_offsets_response {
-	int32_t throttle_time_ms;      /* v2+ */
-	struct codec_list_offsets_topic_resp *topics;
-	size_t ntopics;
-	struct codec_tags tags;
-};
-
 /** Decode a ListOffsets request body (v1–v11, after the request header). */
 enum codec_err codec_list_offsets_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						 struct codec_list_offsets_request *out) CODEC_WUR;
-/** Encode a ListOffsets request body. */
-enum codec_err codec_list_offsets_request_encode(const struct codec_list_offsets_request *m,
-						 int16_t version, struct codec_buf *out) CODEC_WUR;
 /** Release a decoded ListOffsets request. */
 void codec_list_offsets_request_free(struct codec_list_offsets_request *m);
-/** Decode a ListOffsets response body (v1–v11, after the response header). */
-enum codec_err codec_list_offsets_response_decode(const struct codec_iov *iov, int niov, int16_t version,
-						  struct codec_list_offsets_response *out) CODEC_WUR;
-/** Encode a ListOffsets response body. */
-enum codec_err codec_list_offsets_response_encode(const struct codec_list_offsets_response *m,
-						  int16_t version, struct codec_buf *out) CODEC_WUR;
-/** Release a decoded ListOffsets response. */
-void codec_list_offsets_response_free(struct codec_list_offsets_response *m);
 
 /* ------------------------------------------------------------------------ */
 /* Clamp to the mirrored high watermark (issue 14; KIP unified sourceHW,     */
@@ -910,7 +889,7 @@ enum codec_err codec_offset_for_leader_epoch_response_clamp(const struct codec_i
 							    struct codec_offsets_clamp *out) CODEC_WUR;
 
 /* ------------------------------------------------------------------------ */
-/* Full decode/encode of the endpoint-carrying responses                    */
+/* Full decode of ApiVersions requests and Metadata responses              */
 /* ------------------------------------------------------------------------ */
 
 /** ApiVersions request (spec ApiVersionsRequest v0–v4; fields v3+). */
@@ -919,11 +898,9 @@ struct codec_api_versions_request {
 	char *client_software_version;
 	struct codec_tags tags;
 };
-/** Decode/encode/free an ApiVersions request body (v0–v2 are empty). */
+/** Decode/free an ApiVersions request body (v0–v2 are empty). */
 enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						 struct codec_api_versions_request *out) CODEC_WUR;
-enum codec_err codec_api_versions_request_encode(const struct codec_api_versions_request *m,
-						 int16_t version, struct codec_buf *out) CODEC_WUR;
 void codec_api_versions_request_free(struct codec_api_versions_request *m);
 
 struct codec_metadata_broker {
@@ -969,72 +946,10 @@ struct codec_metadata_response {
 	int16_t error_code;            /* v13+ */
 	struct codec_tags tags;
 };
-/** Decode/encode/free a Metadata response body (v0–v13). */
+/** Decode/free a Metadata response body (v0–v13). */
 enum codec_err codec_metadata_response_decode(const struct codec_iov *iov, int niov, int16_t version,
 					      struct codec_metadata_response *out) CODEC_WUR;
-enum codec_err codec_metadata_response_encode(const struct codec_metadata_response *m,
-					      int16_t version, struct codec_buf *out) CODEC_WUR;
 void codec_metadata_response_free(struct codec_metadata_response *m);
-
-struct codec_coordinator {
-	char *key;
-	int32_t node_id;
-	char *host;
-	int32_t port;
-	int16_t error_code;
-	char *error_message;           /* nullable */
-	struct codec_tags tags;
-};
-
-/** FindCoordinator response (spec FindCoordinatorResponse v0–v6). */
-struct codec_find_coordinator_response {
-	int32_t throttle_time_ms;      /* v1+ */
-	int16_t error_code;            /* v0–v3 */
-	char *error_message;           /* v1–v3; nullable */
-	int32_t node_id;               /* v0–v3 */
-	char *host;                    /* v0–v3 */
-	int32_t port;                  /* v0–v3 */
-	struct codec_coordinator *coordinators;  /* v4+ */
-	size_t ncoordinators;
-	struct codec_tags tags;
-};
-/** Decode/encode/free a FindCoordinator response body (v0–v6). */
-enum codec_err codec_find_coordinator_response_decode(const struct codec_iov *iov, int niov,
-						      int16_t version,
-						      struct codec_find_coordinator_response *out) CODEC_WUR;
-enum codec_err codec_find_coordinator_response_encode(const struct codec_find_coordinator_response *m,
-						      int16_t version, struct codec_buf *out) CODEC_WUR;
-void codec_find_coordinator_response_free(struct codec_find_coordinator_response *m);
-
-struct codec_describe_cluster_broker {
-	int32_t broker_id;
-	char *host;
-	int32_t port;
-	char *rack;                    /* nullable */
-	bool is_fenced;                /* v2+ */
-	struct codec_tags tags;
-};
-
-/** DescribeCluster response (spec DescribeClusterResponse v0–v2). */
-struct codec_describe_cluster_response {
-	int32_t throttle_time_ms;
-	int16_t error_code;
-	char *error_message;           /* nullable */
-	int8_t endpoint_type;          /* v1+ */
-	char *cluster_id;
-	int32_t controller_id;
-	struct codec_describe_cluster_broker *brokers;
-	size_t nbrokers;
-	int32_t cluster_authorized_operations;
-	struct codec_tags tags;
-};
-/** Decode/encode/free a DescribeCluster response body (v0–v2). */
-enum codec_err codec_describe_cluster_response_decode(const struct codec_iov *iov, int niov,
-						      int16_t version,
-						      struct codec_describe_cluster_response *out) CODEC_WUR;
-enum codec_err codec_describe_cluster_response_encode(const struct codec_describe_cluster_response *m,
-						      int16_t version, struct codec_buf *out) CODEC_WUR;
-void codec_describe_cluster_response_free(struct codec_describe_cluster_response *m);
 
 /* ------------------------------------------------------------------------ */
 /* Framing                                                                  */
@@ -1046,13 +961,5 @@ void codec_describe_cluster_response_free(struct codec_describe_cluster_response
  * -1 when `skip` is past the end or `out` is too small. Borrowed like `in`.
  */
 int codec_iov_skip(const struct codec_iov *in, int nin, size_t skip, struct codec_iov *out, int max_out);
-
-/**
- * Peek the 4-byte size prefix at the start of `iov`: *body_len is the body
- * size. CODEC_ERR_UNDERFLOW with fewer than 4 bytes, CODEC_ERR_BAD_MSG for a
- * negative size, CODEC_ERR_LIMIT above `max_body`.
- */
-enum codec_err codec_frame_peek(const struct codec_iov *iov, int niov, size_t max_body,
-				size_t *body_len) CODEC_WUR;
 
 #endif

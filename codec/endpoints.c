@@ -257,20 +257,8 @@ static enum codec_err tags_offset(int16_t api_key, int16_t api_version, const st
 
 bool codec_response_has_endpoints(int16_t api_key, int16_t api_version)
 {
-	switch (api_key) {
-	case CODEC_API_METADATA:
-	case CODEC_API_FIND_COORDINATOR:
-	case CODEC_API_DESCRIBE_CLUSTER:
-	case CODEC_API_SHARE_FETCH:
-	case CODEC_API_SHARE_ACKNOWLEDGE:
-		return true;
-	case CODEC_API_PRODUCE:
-		return api_version >= 10;
-	case CODEC_API_FETCH:
-		return api_version >= 16;
-	default:
-		return false;
-	}
+	const struct codec_api *a = codec_api_get(api_key);
+	return a && a->endpoints_from >= 0 && api_version >= a->endpoints_from;
 }
 
 /* Outer size limit for replacement bytes (hosts are ≤ 32 KiB each). */
@@ -334,17 +322,6 @@ static size_t uvarint_len(uint32_t v)
 	return n;
 }
 
-static size_t put_uvarint(uint8_t *p, uint32_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 /* One filler field of exactly `f` bytes (tag, minimal size, zeros); 0 when impossible. */
 static size_t filler_one(uint8_t *p, size_t f)
 {
@@ -356,8 +333,8 @@ static size_t filler_one(uint8_t *p, size_t f)
 		if (uvarint_len((uint32_t)d) != vl)
 			continue;
 		if (p) {
-			size_t n = put_uvarint(p, CODEC_TAG_FILLER);
-			n += put_uvarint(p + n, (uint32_t)d);
+			size_t n = codec_put_uvarint(p, CODEC_TAG_FILLER);
+			n += codec_put_uvarint(p + n, (uint32_t)d);
 			memset(p + n, 0, d);
 		}
 		return f;
@@ -384,7 +361,7 @@ static int assemble(uint8_t *out, size_t len, uint32_t count, const uint8_t *hea
 			continue;
 		if (k == 1 && !filler_one(NULL, gap))
 			continue;
-		size_t n = put_uvarint(out, count + k);
+		size_t n = codec_put_uvarint(out, count + k);
 		memcpy(out + n, head, head_len);
 		n += head_len;
 		struct codec_reader r;

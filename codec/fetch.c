@@ -58,18 +58,46 @@ static void scan_partition(struct codec_reader *r, struct fetch_scan_ctx *c)
 		s->npartitions++;
 }
 
-static void scan_topic(struct codec_reader *r, struct fetch_scan_ctx *c)
+enum codec_err codec_fetch_response_walk(struct codec_reader *r, const struct codec_iov *iov, int niov,
+					 int16_t version, char ***names, uint8_t (**ids)[16], size_t *ntopics,
+					 void (*part)(struct codec_reader *r, void *ctx, size_t topic), void *ctx)
 {
-	struct codec_fetch_response_scan *s = c->s;
-	if (c->version >= FETCH_TOPIC_IDS)
-		codec_read_uuid(r, s->topic_ids[c->topic]);
-	else
-		s->topic_names[c->topic] = codec_read_str(r, false);
-	/* PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, two lengths: ≥ 24 bytes. */
-	int32_t n = codec_read_array_len(r, false, 24);
-	for (int32_t i = 0; i < n && !r->err; i++)
-		scan_partition(r, c);
-	codec_read_tags(r, NULL, NULL, NULL);
+	codec_reader_init(r, iov, niov);
+	if (version < FETCH_MIN || version > FETCH_MAX)
+		return CODEC_ERR_UNSUPPORTED;
+	r->flexible = codec_api_flexible(CODEC_API_FETCH, version);
+	codec_read_i32(r); /* ThrottleTimeMs */
+	if (version >= 7) {
+		codec_read_i16(r); /* ErrorCode */
+		codec_read_i32(r); /* SessionId */
+	}
+	int32_t n = codec_read_array_len(r, false, 3);
+	if (!r->err && n > 0) {
+		*ntopics = (size_t)n;
+		*names = calloc(*ntopics, sizeof(**names));
+		*ids = calloc(*ntopics, sizeof(**ids));
+		if (!*names || !*ids)
+			codec_reader_fail(r, CODEC_ERR_NOMEM);
+	}
+	for (size_t t = 0; t < *ntopics && !r->err; t++) {
+		if (version >= FETCH_TOPIC_IDS)
+			codec_read_uuid(r, (*ids)[t]);
+		else
+			(*names)[t] = codec_read_str(r, false);
+		/* PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, two lengths: ≥ 24 bytes. */
+		int32_t np = codec_read_array_len(r, false, 24);
+		for (int32_t i = 0; i < np && !r->err; i++)
+			part(r, ctx, t);
+		codec_read_tags(r, NULL, NULL, NULL);
+	}
+	return CODEC_OK;
+}
+
+static void scan_part(struct codec_reader *r, void *ctx, size_t topic)
+{
+	struct fetch_scan_ctx *c = ctx;
+	c->topic = topic;
+	scan_partition(r, c);
 }
 
 enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, int16_t version,
@@ -77,26 +105,10 @@ enum codec_err codec_fetch_response_scan(const struct codec_iov *iov, int niov, 
 {
 	struct codec_reader r;
 	memset(out, 0, sizeof(*out));
-	if (version < FETCH_MIN || version > FETCH_MAX)
-		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_FETCH, version);
-	codec_read_i32(&r); /* ThrottleTimeMs */
-	if (version >= 7) {
-		codec_read_i16(&r); /* ErrorCode */
-		codec_read_i32(&r); /* SessionId */
-	}
-	int32_t ntopics = codec_read_array_len(&r, false, 3);
-	if (!r.err && ntopics > 0) {
-		out->ntopics = (size_t)ntopics;
-		out->topic_names = calloc(out->ntopics, sizeof(*out->topic_names));
-		out->topic_ids = calloc(out->ntopics, sizeof(*out->topic_ids));
-		if (!out->topic_names || !out->topic_ids)
-			codec_reader_fail(&r, CODEC_ERR_NOMEM);
-	}
 	struct fetch_scan_ctx c = {out, version, 0, 0};
-	for (; c.topic < out->ntopics && !r.err; c.topic++)
-		scan_topic(&r, &c);
+	if (codec_fetch_response_walk(&r, iov, niov, version, &out->topic_names, &out->topic_ids, &out->ntopics,
+				      scan_part, &c) != CODEC_OK)
+		return CODEC_ERR_UNSUPPORTED;
 	out->tags_off = r.off;
 	codec_read_tags(&r, NULL, NULL, NULL);
 	return codec_reader_finish(&r);

@@ -77,17 +77,6 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-static size_t put_uvarint(uint8_t *p, uint32_t v)
-{
-	size_t n = 0;
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
 /* An int64 field at `off` overwritten with `v`. */
 static void edit_i64(struct codec_reader *r, struct codec_edits *e, size_t off, int64_t v)
 {
@@ -343,7 +332,7 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 			uint8_t b[8];
 			size_t n;
 			if (r->flexible) {
-				n = put_uvarint(b, (uint32_t)p->kept_len + 1);
+				n = codec_put_uvarint(b, (uint32_t)p->kept_len + 1);
 			} else {
 				put_be32(b, (uint32_t)p->kept_len);
 				n = 4;
@@ -361,46 +350,25 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 	o->bytes_dropped += p->bytes_dropped;
 }
 
+static void clamp_part(struct codec_reader *r, void *ctx, size_t topic)
+{
+	struct clamp_ctx *c = ctx;
+	c->topic = topic;
+	c->name = c->version >= FETCH_TOPIC_IDS ? NULL : c->out->topic_names[topic];
+	c->id = c->version >= FETCH_TOPIC_IDS ? c->out->topic_ids[topic] : NULL;
+	clamp_partition(r, c);
+}
+
 enum codec_err codec_fetch_response_clamp(const struct codec_iov *iov, int niov, int16_t version,
 					  codec_clamp_fn fn, void *fn_ctx,
 					  struct codec_fetch_clamp *out)
 {
 	struct codec_reader r;
 	memset(out, 0, sizeof(*out));
-	if (version < FETCH_MIN || version > FETCH_MAX)
-		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_FETCH, version);
-	codec_read_i32(&r); /* ThrottleTimeMs */
-	if (version >= 7) {
-		codec_read_i16(&r); /* ErrorCode */
-		codec_read_i32(&r); /* SessionId */
-	}
-	int32_t ntopics = codec_read_array_len(&r, false, 3);
-	if (!r.err && ntopics > 0) {
-		out->ntopics = (size_t)ntopics;
-		out->topic_names = calloc(out->ntopics, sizeof(*out->topic_names));
-		out->topic_ids = calloc(out->ntopics, sizeof(*out->topic_ids));
-		if (!out->topic_names || !out->topic_ids)
-			codec_reader_fail(&r, CODEC_ERR_NOMEM);
-	}
 	struct clamp_ctx c = {version, fn, fn_ctx, out, 0, NULL, NULL, 0};
-	for (; c.topic < out->ntopics && !r.err; c.topic++) {
-		c.name = NULL;
-		c.id = NULL;
-		if (version >= FETCH_TOPIC_IDS) {
-			codec_read_uuid(&r, out->topic_ids[c.topic]);
-			c.id = out->topic_ids[c.topic];
-		} else {
-			out->topic_names[c.topic] = codec_read_str(&r, false);
-			c.name = out->topic_names[c.topic];
-		}
-		/* PartitionIndex, ErrorCode, HighWatermark, LastStableOffset, two lengths: ≥ 24 bytes. */
-		int32_t n = codec_read_array_len(&r, false, 24);
-		for (int32_t i = 0; i < n && !r.err; i++)
-			clamp_partition(&r, &c);
-		codec_read_tags(&r, NULL, NULL, NULL);
-	}
+	if (codec_fetch_response_walk(&r, iov, niov, version, &out->topic_names, &out->topic_ids, &out->ntopics,
+				      clamp_part, &c) != CODEC_OK)
+		return CODEC_ERR_UNSUPPORTED;
 	codec_read_tags(&r, NULL, NULL, NULL);
 	return codec_reader_finish(&r);
 }

@@ -81,11 +81,8 @@ static void walk_batches(struct codec_reader *r, struct codec_slice records,
 		p->offset_span += (int64_t)b.last_offset_delta + 1;
 		p->last_batch = b;
 	}
-	if (sub.err) {
-		/* The blob's bytes were all present: a partial batch is malformed. */
-		r->err = sub.err == CODEC_ERR_UNDERFLOW ? CODEC_ERR_BAD_MSG : sub.err;
-		r->err_off = sub.err_off;
-	}
+	if (sub.err) /* the blob's bytes were all present: a partial batch is malformed */
+		codec_reader_join(r, &sub);
 }
 
 static void read_partition_req(struct codec_reader *r, void *elem, void *ctx)
@@ -141,47 +138,6 @@ enum codec_err codec_produce_request_decode(const struct codec_iov *iov, int nio
 				       read_topic_req, &version);
 	codec_read_tags(&r, &out->tags, NULL, NULL);
 	return codec_reader_finish(&r);
-}
-
-struct request_src {
-	int16_t version;
-	const struct codec_iov *iov;
-	int niov;
-};
-
-static void write_partition_req(struct codec_buf *b, const void *elem, void *ctx)
-{
-	const struct codec_produce_partition_req *p = elem;
-	const struct request_src *src = ctx;
-	codec_write_i32(b, p->index);
-	codec_write_slice(b, src->iov, src->niov, p->records, true);
-	codec_write_tags(b, NULL, 0, &p->tags);
-}
-
-static void write_topic_req(struct codec_buf *b, const void *elem, void *ctx)
-{
-	const struct codec_produce_topic_req *t = elem;
-	const struct request_src *src = ctx;
-	write_topic_key(b, src->version, t->name, t->topic_id);
-	codec_write_array(b, t->partitions, t->npartitions, sizeof(*t->partitions),
-			  write_partition_req, ctx);
-	codec_write_tags(b, NULL, 0, &t->tags);
-}
-
-enum codec_err codec_produce_request_encode(const struct codec_produce_request *m, int16_t version,
-					    const struct codec_iov *src, int nsrc,
-					    struct codec_buf *out)
-{
-	if (!produce_version_ok(version))
-		return CODEC_ERR_UNSUPPORTED;
-	struct request_src ctx = {version, src, nsrc};
-	out->flexible = codec_api_flexible(CODEC_API_PRODUCE, version);
-	codec_write_str(out, m->transactional_id);
-	codec_write_i16(out, m->acks);
-	codec_write_i32(out, m->timeout_ms);
-	codec_write_array(out, m->topics, m->ntopics, sizeof(*m->topics), write_topic_req, &ctx);
-	codec_write_tags(out, NULL, 0, &m->tags);
-	return out->err;
 }
 
 static void partition_req_free(void *elem)

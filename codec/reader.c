@@ -4,9 +4,18 @@
 
 #include "codec/codec.h"
 
+/* Where the last decode on this thread failed (codec_err_offset). */
+static _Thread_local size_t last_err_off;
+
+size_t codec_err_offset(void)
+{
+	return last_err_off;
+}
+
 void codec_reader_init(struct codec_reader *r, const struct codec_iov *iov, int niov)
 {
 	memset(r, 0, sizeof(*r));
+	last_err_off = 0;
 	r->iov = iov;
 	r->niov = niov;
 	for (int i = 0; i < niov; i++)
@@ -17,7 +26,7 @@ enum codec_err codec_reader_fail(struct codec_reader *r, enum codec_err e)
 {
 	if (r->err == CODEC_OK && e != CODEC_OK) {
 		r->err = e;
-		r->err_off = r->off;
+		r->err_off = last_err_off = r->off;
 	}
 	return r->err;
 }
@@ -343,7 +352,7 @@ void codec_reader_join(struct codec_reader *r, const struct codec_reader *sub)
 		return;
 	if (sub->err) {
 		r->err = sub->err == CODEC_ERR_UNDERFLOW ? CODEC_ERR_BAD_MSG : sub->err;
-		r->err_off = sub->err_off;
+		r->err_off = last_err_off = sub->err_off;
 		return;
 	}
 	if (sub->off != sub->len) {

@@ -225,7 +225,7 @@ enum codec_err codec_produce_stream_next(struct codec_produce_stream *s, const s
 		codec_read_i32(&r); /* partitionLeaderEpoch */
 		int8_t magic = codec_read_i8(&r);
 		if (batch_length < 5 || (size_t)batch_length > s->records_left - 12)
-			return CODEC_ERR_BAD_MSG;
+			return codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
 		if (magic != 2) {
 			*used = r.off;
 			*records = s->records_left - r.off;
@@ -238,14 +238,14 @@ enum codec_err codec_produce_stream_next(struct codec_produce_stream *s, const s
 			return CODEC_OK;
 		}
 		if (batch_length < BATCH_AFTER_LENGTH)
-			return CODEC_ERR_BAD_MSG;
+			return codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
 		if (avail < BATCH_HEADER)
 			return CODEC_ERR_UNDERFLOW;
 		codec_read_skip(&r, BATCH_LAST_DELTA_AT - r.off);
 		int32_t last_delta = codec_read_i32(&r);
 		codec_read_skip(&r, BATCH_HEADER - r.off);
 		if (last_delta < 0)
-			return CODEC_ERR_BAD_MSG;
+			return codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
 		if (!next.legacy) {
 			next.offset_span += (int64_t)last_delta + 1;
 			next.nbatches++;

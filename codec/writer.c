@@ -97,6 +97,17 @@ static void write_leb(struct codec_buf *b, uint64_t v)
 	codec_write_raw(b, d, n);
 }
 
+size_t codec_put_uvarint(uint8_t *p, uint32_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
 void codec_write_uvarint(struct codec_buf *b, uint32_t v)
 {
 	write_leb(b, v);

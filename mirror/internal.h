@@ -153,6 +153,8 @@ struct mirror_gate {
 	struct mirror_statelog *log; /* NULL: records apply locally at once (no workers) */
 	bool state_ready;           /* the state log was read up to its boot HW */
 	bool replaying;             /* folding kept records of a mirror a reload added */
+	size_t nfenced;             /* topics with ls.fenced (mirror_tstate_count_fence) */
+	size_t nfence_seen;         /* topics with ls.fenced or fence_seen: fenced while history is folded */
 	int64_t log_next;           /* state log offset after the last record applied */
 	bool decider;               /* this sidecar takes automatic decisions */
 	uint64_t origin;            /* this instance, in the records it writes */
@@ -211,6 +213,10 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 struct mirror_pstate *mirror_pstate_get(struct mirror_tstate *t, int32_t partition, bool create);
 /* Free t and its partitions (their heaps must be empty). */
 void mirror_tstate_free(struct mirror_tstate *t);
+/* Add t's fence (ls.fenced; ls.fenced or fence_seen) to the gate's fenced
+ * topic counts (sign 1), or take it out (sign -1): around every change of
+ * either field and when t is freed. */
+void mirror_tstate_count_fence(struct mirror_tstate *t, int sign);
 /* A new destination view (worker restarted): progress, ISR, demand unknown. */
 void mirror_pstate_forget_view(struct mirror_pstate *ps);
 void mirror_tstate_metrics(struct mirror_tstate *t);

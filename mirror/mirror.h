@@ -96,7 +96,8 @@ bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic);
 const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic);
 
 /** True when any topic is fenced now (a request naming topics not yet read —
- * a streamed Produce — must then be read whole first). O(topics). Loop thread. */
+ * a streamed Produce — must then be read whole first). While the state log is
+ * read, a fence seen in its history counts. O(1); loop thread. */
 bool mirror_gate_any_fenced(struct mirror_gate *g);
 
 /**

@@ -95,6 +95,12 @@ static void mm2_apply(struct mirror_worker *w, const rd_kafka_message_t *m)
 	}
 }
 
+static void mm2_apply_all(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		mm2_apply(w, ms[i]);
+}
+
 /*
  * The offset-syncs tail: a long-polling consumer (librdkafka's fetch waits
  * at the broker until a sync is written, then returns at once), each sync
@@ -105,33 +111,7 @@ void *mirror_mm2_main(void *arg)
 {
 	struct mirror_worker *w = arg;
 	rd_kafka_message_t *ms[MM2_BATCH];
-	pthread_mutex_lock(&w->tmu);
-	while (!w->halt) {
-		bool reassign = w->reassign;
-		w->reassign = false;
-		pthread_mutex_unlock(&w->tmu);
-		if (reassign)
-			mm2_assign(w);
-		size_t n = 0;
-		while (n < MM2_BATCH) {
-			rd_kafka_message_t *m = rd_kafka_consumer_poll(w->mm2c, n == 0 ? MM2_POLL_MS : 0);
-			if (!m)
-				break;
-			if (m->err) {
-				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-					LOG_D("mm2_offset_syncs_error", "mirror=%s reason=\"%s\"", w->name,
-					      rd_kafka_err2name(m->err));
-				rd_kafka_message_destroy(m);
-				continue;
-			}
-			ms[n++] = m;
-		}
-		pthread_mutex_lock(&w->tmu);
-		for (size_t i = 0; i < n; i++) {
-			mm2_apply(w, ms[i]);
-			rd_kafka_message_destroy(ms[i]);
-		}
-	}
-	pthread_mutex_unlock(&w->tmu);
+	mirror_worker_consume(w, w->mm2c, MM2_POLL_MS, ms, MM2_BATCH, "mm2_offset_syncs_error", mm2_assign,
+			      mm2_apply_all);
 	return NULL;
 }

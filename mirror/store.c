@@ -116,8 +116,18 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 	return t;
 }
 
+void mirror_tstate_count_fence(struct mirror_tstate *t, int sign)
+{
+	struct mirror_gate *g = t->link->gate;
+	if (t->ls.fenced)
+		g->nfenced += (size_t)sign;
+	if (t->ls.fenced || t->fence_seen)
+		g->nfence_seen += (size_t)sign;
+}
+
 void mirror_tstate_free(struct mirror_tstate *t)
 {
+	mirror_tstate_count_fence(t, -1);
 	if (t->reported) { /* still listed for the end of the bridge batch */
 		struct mirror_tstate **pp = &t->link->gate->reported;
 		while (*pp && *pp != t)

@@ -69,32 +69,6 @@ void *mirror_tail_main(void *arg)
 {
 	struct mirror_worker *w = arg;
 	rd_kafka_message_t *ms[TAIL_BATCH];
-	pthread_mutex_lock(&w->tmu);
-	while (!w->halt) {
-		bool reassign = w->reassign;
-		w->reassign = false;
-		pthread_mutex_unlock(&w->tmu);
-		if (reassign)
-			tail_assign(w);
-		size_t n = 0;
-		while (n < TAIL_BATCH) {
-			rd_kafka_message_t *m = rd_kafka_consumer_poll(w->dst, n == 0 ? TAIL_POLL_MS : 0);
-			if (!m)
-				break;
-			if (m->err) {
-				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
-					LOG_D("mirror_tail_error", "mirror=%s reason=\"%s\"", w->name,
-					      rd_kafka_err2name(m->err));
-				rd_kafka_message_destroy(m);
-				continue;
-			}
-			ms[n++] = m;
-		}
-		pthread_mutex_lock(&w->tmu);
-		tail_report(w, ms, n);
-		for (size_t i = 0; i < n; i++)
-			rd_kafka_message_destroy(ms[i]);
-	}
-	pthread_mutex_unlock(&w->tmu);
+	mirror_worker_consume(w, w->dst, TAIL_POLL_MS, ms, TAIL_BATCH, "mirror_tail_error", tail_assign, tail_report);
 	return NULL;
 }

@@ -135,9 +135,11 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 	mirror_lifecycle_apply(&after, r, &out);
 	enum mirror_type eff = after.effective;
 	after.effective = before.effective;
+	mirror_tstate_count_fence(t, -1);
 	t->ls = after;
 	if (after.fenced)
 		t->fence_seen = true;
+	mirror_tstate_count_fence(t, 1);
 	if (eff != before.effective) {
 		char why[160];
 		snprintf(why, sizeof(why), "state log %s%s%s", mirror_rec_kind_str(r->kind),

@@ -511,16 +511,13 @@ const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic)
 	return NULL;
 }
 
-static void any_fenced(struct mirror_tstate *t, void *arg)
-{
-	*(bool *)arg |= mirror_tstate_fenced(t);
-}
-
+/* mirror_tstate_fenced over every topic, from the counts kept where the
+ * fence changes (transitions.c apply_one, store.c free). */
 bool mirror_gate_any_fenced(struct mirror_gate *g)
 {
-	bool any = false;
-	mirror_each_topic(g, NULL, any_fenced, &any);
-	return any;
+	if (!g->state_ready || g->replaying)
+		return g->nfence_seen > 0;
+	return g->nfenced > 0;
 }
 
 bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic)

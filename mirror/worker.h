@@ -160,6 +160,14 @@ void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wto
  * needs w->dst: main thread only. */
 struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *topic, bool create);
 struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p);
+/* The tail and mm2 threads' loop (tmu NOT held on entry): until w->halt,
+ * assign() (tmu not held) when w->reassign was set, poll up to `cap`
+ * messages of consumer rk into ms (poll_ms for the first, errors but
+ * partition EOF logged at debug as err_event), hand them to apply() with
+ * tmu held, then destroy them. */
+void mirror_worker_consume(struct mirror_worker *w, rd_kafka_t *rk, int poll_ms, rd_kafka_message_t **ms,
+			   size_t cap, const char *err_event, void (*assign)(struct mirror_worker *w),
+			   void (*apply)(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n));
 
 /* lane.c: per destination leader ListOffsets(END) senders (w->tmu held). */
 /* Queue partition p of topic index ti on its leader's lane (started on first

@@ -1,6 +1,7 @@
 /*
  * wtopic.c — a mirror worker's table of source topics and partitions, and
- * how its progress sources (progress.c, tail.c, mm2.c) report to the loop.
+ * how its progress sources (progress.c, tail.c, mm2.c) report to the loop;
+ * the consumer loop of the tail and mm2 threads.
  * Any of the worker's threads, w->tmu held (each worker owns its table).
  */
 #include <stdlib.h>
@@ -92,3 +93,34 @@ struct mirror_wtopic *mirror_worker_topic(struct mirror_worker *w, const char *t
 	return t;
 }
 
+void mirror_worker_consume(struct mirror_worker *w, rd_kafka_t *rk, int poll_ms, rd_kafka_message_t **ms,
+			   size_t cap, const char *err_event, void (*assign)(struct mirror_worker *w),
+			   void (*apply)(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n))
+{
+	pthread_mutex_lock(&w->tmu);
+	while (!w->halt) {
+		bool reassign = w->reassign;
+		w->reassign = false;
+		pthread_mutex_unlock(&w->tmu);
+		if (reassign)
+			assign(w);
+		size_t n = 0;
+		while (n < cap) {
+			rd_kafka_message_t *m = rd_kafka_consumer_poll(rk, n == 0 ? poll_ms : 0);
+			if (!m)
+				break;
+			if (m->err) {
+				if (m->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
+					LOG_D(err_event, "mirror=%s reason=\"%s\"", w->name, rd_kafka_err2name(m->err));
+				rd_kafka_message_destroy(m);
+				continue;
+			}
+			ms[n++] = m;
+		}
+		pthread_mutex_lock(&w->tmu);
+		apply(w, ms, n);
+		for (size_t i = 0; i < n; i++)
+			rd_kafka_message_destroy(ms[i]);
+	}
+	pthread_mutex_unlock(&w->tmu);
+}

@@ -150,11 +150,14 @@ static void call_answered(void *arg, int status, const char *body)
 	free(c);
 }
 
+/* A call for `req`, or NULL (replied 500). */
 static struct admin_call *call_new(struct evhttp_request *req)
 {
 	struct admin_call *c = calloc(1, sizeof(*c));
-	if (!c)
+	if (!c) {
+		reply_error(req, 500, "out of memory");
 		return NULL;
+	}
 	c->req = req;
 	c->conn = evhttp_request_get_connection(req);
 	return c;
@@ -171,106 +174,96 @@ static void call_start(struct admin_call *c, struct mirror_op *op)
 	evhttp_connection_set_closecb(c->conn, call_closed, c);
 }
 
-static bool post_only(struct evhttp_request *req)
+/* The body of an authorized POST as a JSON object, or NULL (replied). */
+static json_t *call_body(struct admin_api *api, struct evhttp_request *req)
 {
-	if (evhttp_request_get_command(req) == EVHTTP_REQ_POST)
-		return true;
-	reply_error(req, 405, "use POST");
-	return false;
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+		reply_error(req, 405, "use POST");
+		return NULL;
+	}
+	if (authorize(api, req) != 0)
+		return NULL;
+	return read_body(req);
+}
+
+/* "topics": a regex, null or absent. */
+static bool topics_ok(json_t *topics)
+{
+	return !topics || json_is_null(topics) || json_is_string(topics);
+}
+
+static const char *topics_str(json_t *topics)
+{
+	return json_is_string(topics) ? json_string_value(topics) : "(all)";
 }
 
 static void alter_cb(struct evhttp_request *req, void *arg)
 {
 	struct admin_api *api = arg;
-	if (!post_only(req) || authorize(api, req) != 0)
-		return;
-	json_t *j = read_body(req);
+	json_t *j = call_body(api, req);
 	if (!j)
 		return;
 	const char *mirror = json_string_value(json_object_get(j, "mirror"));
 	const char *topic = json_string_value(json_object_get(j, "topic"));
 	const char *type = json_string_value(json_object_get(j, "type"));
 	json_t *add = json_object_get(j, "add");
+	struct admin_call *c;
 	if (!mirror || !topic || !type || (strcmp(type, "SYNC") && strcmp(type, "ASYNC")) ||
 	    (add && !json_is_boolean(add))) {
 		reply_error(req, 400, "body: {\"mirror\":str,\"topic\":str,\"type\":\"SYNC\"|\"ASYNC\",\"add\":bool}");
-		json_decref(j);
-		return;
+	} else if ((c = call_new(req))) {
+		LOG_I("admin_alter", "mirror=%s topic=%s type=%s add=%s", mirror, topic, type,
+		      json_is_true(add) ? "true" : "false");
+		call_start(c, mirror_gate_alter(api->gate, mirror, topic,
+						strcmp(type, "SYNC") ? MIRROR_ASYNC : MIRROR_SYNC, json_is_true(add),
+						call_answered, c));
 	}
-	struct admin_call *c = call_new(req);
-	if (!c) {
-		reply_error(req, 500, "out of memory");
-		json_decref(j);
-		return;
-	}
-	LOG_I("admin_alter", "mirror=%s topic=%s type=%s add=%s", mirror, topic, type,
-	      json_is_true(add) ? "true" : "false");
-	call_start(c, mirror_gate_alter(api->gate, mirror, topic, strcmp(type, "SYNC") ? MIRROR_ASYNC : MIRROR_SYNC,
-					json_is_true(add), call_answered, c));
 	json_decref(j);
 }
 
 static void release_cb(struct evhttp_request *req, void *arg)
 {
 	struct admin_api *api = arg;
-	if (!post_only(req) || authorize(api, req) != 0)
-		return;
-	json_t *j = read_body(req);
+	json_t *j = call_body(api, req);
 	if (!j)
 		return;
 	const char *mirror = json_string_value(json_object_get(j, "mirror"));
 	json_t *topics = json_object_get(j, "topics");
-	if (!mirror || (topics && !json_is_null(topics) && !json_is_string(topics))) {
+	struct admin_call *c;
+	if (!mirror || !topics_ok(topics)) {
 		reply_error(req, 400, "body: {\"mirror\":str,\"topics\":regex|null}");
-		json_decref(j);
-		return;
+	} else if ((c = call_new(req))) {
+		LOG_W("admin_release_sync", "mirror=%s topics=\"%s\" reason=\"source-side release (destructive)\"",
+		      mirror, topics_str(topics));
+		call_start(c, mirror_gate_release(api->gate, mirror, json_string_value(topics), call_answered, c));
 	}
-	struct admin_call *c = call_new(req);
-	if (!c) {
-		reply_error(req, 500, "out of memory");
-		json_decref(j);
-		return;
-	}
-	LOG_W("admin_release_sync", "mirror=%s topics=\"%s\" reason=\"source-side release (destructive)\"", mirror,
-	      json_is_string(topics) ? json_string_value(topics) : "(all)");
-	call_start(c, mirror_gate_release(api->gate, mirror, json_string_value(topics), call_answered, c));
 	json_decref(j);
 }
 
 static void fence_cb(struct evhttp_request *req, void *arg)
 {
 	struct admin_api *api = arg;
-	if (!post_only(req) || authorize(api, req) != 0)
-		return;
-	json_t *j = read_body(req);
+	json_t *j = call_body(api, req);
 	if (!j)
 		return;
 	const char *mirror = json_string_value(json_object_get(j, "mirror"));
 	json_t *topics = json_object_get(j, "topics"), *fence = json_object_get(j, "fence");
-	if (!mirror || (topics && !json_is_null(topics) && !json_is_string(topics)) || !json_is_boolean(fence)) {
+	struct admin_call *c;
+	if (!mirror || !topics_ok(topics) || !json_is_boolean(fence)) {
 		reply_error(req, 400, "body: {\"mirror\":str,\"topics\":regex|null,\"fence\":bool}");
-		json_decref(j);
-		return;
+	} else if ((c = call_new(req))) {
+		LOG_W("admin_fence", "mirror=%s topics=\"%s\" fence=%s", mirror, topics_str(topics),
+		      json_is_true(fence) ? "true" : "false");
+		call_start(c, mirror_gate_fence(api->gate, mirror, json_string_value(topics), json_is_true(fence),
+						call_answered, c));
 	}
-	struct admin_call *c = call_new(req);
-	if (!c) {
-		reply_error(req, 500, "out of memory");
-		json_decref(j);
-		return;
-	}
-	LOG_W("admin_fence", "mirror=%s topics=\"%s\" fence=%s", mirror,
-	      json_is_string(topics) ? json_string_value(topics) : "(all)", json_is_true(fence) ? "true" : "false");
-	call_start(c, mirror_gate_fence(api->gate, mirror, json_string_value(topics), json_is_true(fence),
-					call_answered, c));
 	json_decref(j);
 }
 
 /* POST /v1/failover and /v1/verify (mirror/failover.c). */
 static void failover_common(struct evhttp_request *req, struct admin_api *api, bool failover)
 {
-	if (!post_only(req) || authorize(api, req) != 0)
-		return;
-	json_t *j = read_body(req);
+	json_t *j = call_body(api, req);
 	if (!j)
 		return;
 	struct mirror_failover_req fr = {
@@ -292,28 +285,21 @@ static void failover_common(struct evhttp_request *req, struct admin_api *api, b
 	}
 	fr.confirmed = cf;
 	fr.nconfirmed = cf ? n : 0;
-	json_t *t = json_object_get(j, "topics");
-	if (!fr.mirror || (t && !json_is_null(t) && !json_is_string(t)) || (n && !cf)) {
+	struct admin_call *c = NULL;
+	if (!fr.mirror || !topics_ok(json_object_get(j, "topics")) || (n && !cf))
 		reply_error(req, n && !cf ? 500 : 400,
 			    "body: {\"mirror\":str,\"topics\":regex|null,\"dry_run\":bool,\"destination_only\":bool,"
 			    "\"timeout_ms\":int,\"confirmed\":[{\"topic\",\"partition\",\"offset\"}]}");
-		free(cf);
-		json_decref(j);
-		return;
-	}
-	struct admin_call *c = call_new(req);
-	if (!c) {
-		reply_error(req, 500, "out of memory");
-		free(cf);
-		json_decref(j);
-		return;
-	}
-	LOG_W(failover ? "admin_failover" : "admin_verify", "mirror=%s topics=\"%s\" dry_run=%s destination_only=%s",
-	      fr.mirror, fr.topics_regex ? fr.topics_regex : "(all)", fr.dry_run ? "true" : "false",
-	      fr.destination_only ? "true" : "false");
-	c->fo = mirror_gate_failover(api->gate, &fr, call_answered, c);
+	else if ((c = call_new(req)))
+		LOG_W(failover ? "admin_failover" : "admin_verify", "mirror=%s topics=\"%s\" dry_run=%s "
+		      "destination_only=%s", fr.mirror, fr.topics_regex ? fr.topics_regex : "(all)",
+		      fr.dry_run ? "true" : "false", fr.destination_only ? "true" : "false");
+	if (c)
+		c->fo = mirror_gate_failover(api->gate, &fr, call_answered, c);
 	free(cf); /* copied */
 	json_decref(j);
+	if (!c)
+		return;
 	if (!c->fo) {
 		reply_error(req, 500, "out of memory");
 		free(c);

@@ -470,8 +470,8 @@ static int clamp_fetch(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	enum codec_err err = codec_fetch_response_clamp(iov, niov, e->api_version, clamp_hw_fn, c, &fc);
 	if (err != CODEC_OK) {
 		/* never forward records we could not judge */
-		LOG_W("response_malformed", "conn=%llu api=Fetch version=%d error=%s reason=\"clamp\"",
-		      (unsigned long long)c->id, e->api_version, codec_err_str(err));
+		LOG_W("response_malformed", "conn=%llu api=Fetch version=%d error=%s offset=%zu reason=\"clamp\"",
+		      (unsigned long long)c->id, e->api_version, codec_err_str(err), 4 + hdr_len + codec_err_offset());
 		codec_fetch_clamp_free(&fc);
 		return -1;
 	}
@@ -519,9 +519,9 @@ int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evb
 		? codec_list_offsets_response_clamp(iov, niov, e->api_version, k->lo, clamp_hw_fn, c, &oc)
 		: codec_offset_for_leader_epoch_response_clamp(iov, niov, e->api_version, clamp_hw_fn, c, &oc);
 	if (err != CODEC_OK) {
-		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s reason=\"clamp\"",
+		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s offset=%zu reason=\"clamp\"",
 		      (unsigned long long)c->id, codec_api_name(k->api_key), e->api_version,
-		      codec_err_str(err));
+		      codec_err_str(err), 4 + hdr_len + codec_err_offset());
 		codec_edits_free(&oc.edits);
 		return -1;
 	}

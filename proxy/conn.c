@@ -31,7 +31,6 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/dns.h>
 #include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include "proxy/proxy.h"
 
@@ -84,31 +83,6 @@ static void conn_metrics_init(void)
 				 "everything the client sent delivered and every response owed read "
 				 "(delivered), or upstream.close_linger_ms passed first (expired).",
 				 "outcome=\"expired\"", NULL, 0);
-}
-
-int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len,
-		  struct codec_iov *iov, int max)
-{
-	struct evbuffer_ptr p;
-	struct evbuffer_iovec vec[PROXY_MAX_IOV];
-	if (max > PROXY_MAX_IOV)
-		max = PROXY_MAX_IOV;
-	if (evbuffer_ptr_set(buf, &p, off, EVBUFFER_PTR_SET) < 0)
-		return -1;
-	int n = evbuffer_peek(buf, (ev_ssize_t)len, &p, vec, max);
-	if (n > max) { /* too fragmented: make the range contiguous */
-		if (!evbuffer_pullup(buf, (ev_ssize_t)(off + len)))
-			return -1;
-		evbuffer_ptr_set(buf, &p, off, EVBUFFER_PTR_SET);
-		n = evbuffer_peek(buf, (ev_ssize_t)len, &p, vec, max);
-	}
-	size_t left = len;
-	for (int i = 0; i < n; i++) {
-		iov[i].base = vec[i].iov_base;
-		iov[i].len = vec[i].iov_len < left ? vec[i].iov_len : left;
-		left -= iov[i].len;
-	}
-	return left == 0 ? n : -1;
 }
 
 /*
@@ -212,24 +186,6 @@ static void deferred_close_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_free(c);
 }
 
-/*
- * SNI and the name the broker's certificate must carry. An IP literal is
- * checked against the certificate's IP addresses and sent without SNI (RFC
- * 6066 allows only host names there).
- */
-static int upstream_tls_name(SSL *ssl, const char *host, bool verify)
-{
-	struct in6_addr a;
-	bool ip = inet_pton(AF_INET, host, &a) == 1 || inet_pton(AF_INET6, host, &a) == 1;
-	if (!ip && SSL_set_tlsext_host_name(ssl, host) != 1)
-		return -1;
-	if (!verify)
-		return 0;
-	if (ip)
-		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
-	return SSL_set1_host(ssl, host) == 1 ? 0 : -1;
-}
-
 /* A new pair in CONNECTING, its bufferevents not created yet. */
 static struct proxy_conn *conn_new(struct proxy_listener *lst, struct proxy_server *srv)
 {
@@ -295,8 +251,8 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	}
 	if (srv->upstream_tls) {
 		SSL *ssl = SSL_new(srv->upstream_tls);
-		if (ssl && upstream_tls_name(ssl, lst->upstream_host,
-					     srv->conf->upstream_tls.verify_hostname) == 0)
+		if (ssl && proxy_tls_client_name(ssl, lst->upstream_host,
+						 srv->conf->upstream_tls.verify_hostname) == 0)
 			c->upstream = bufferevent_openssl_socket_new(srv->base, -1, ssl,
 								     BUFFEREVENT_SSL_CONNECTING, opts);
 		else

@@ -139,6 +139,7 @@ struct proxy_rx {
 	enum proxy_rx_state state;
 	struct proxy_entry *e;         /* the entry it answers (rx) or opened (tx); NULL: rx
 				        * dropped (client gone), tx acks=0 */
+	size_t frame;                  /* the frame's bytes, size prefix included */
 	size_t left;                   /* bytes of the frame not consumed yet */
 	size_t opaque;                 /* of those, bytes passed without parsing (records) */
 	bool scan;                     /* rx: Fetch v16+, walk to the tail tags; tx: always */
@@ -234,11 +235,13 @@ struct proxy_server {
 	uint64_t bytes_since_trim;     /* response bytes moved through user space since malloc_trim */
 	size_t nconns;
 	uint64_t next_conn_id;
-	bool broker_has_produce_v13;   /* learnt from ApiVersions responses */
 	bool shutting_down;
 	struct event *shutdown_timer;
 	struct event *keepalive_ev;    /* upstream.keepalive_ms: internal requests while holding */
-	struct sync_codes { int16_t timeout, not_enough_remote; } codes;
+	/* gateway mode: learn a broker a response names (listener.c's
+	 * proxy_gateway_learn_broker, registered by proxy_server_new; the
+	 * rewrite calls it without calling up into the listeners) */
+	void (*learn_broker)(struct proxy_server *srv, int32_t node_id, const char *host, int32_t port);
 };
 
 /**
@@ -258,10 +261,10 @@ void proxy_server_free(struct proxy_server *srv);
  */
 void proxy_server_shutdown(struct proxy_server *srv, int grace_ms);
 
-/** Apply a reloaded config (limits, timeouts, codes, TLS files). Loop thread. */
+/** Apply a reloaded config (limits, timeouts, TLS files). Loop thread. */
 int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf);
 
-/* server.c */
+/* conns.c */
 /** A connection was freed: finish a graceful shutdown when it was the last. */
 void proxy_server_conn_closed(struct proxy_server *srv);
 /** A connection's FIFO moved: during shutdown, close it once it is empty. */
@@ -276,7 +279,7 @@ int proxy_listener_open(struct proxy_server *srv, const char *host, int port,
 void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
 				const char *host, int32_t port);
 
-/* conn.c */
+/* buf.c */
 /* Segments a frame may span before it is made contiguous (a copy): a 1 MiB
  * Fetch response arrives in a few hundred evbuffer chains. 16 bytes each. */
 #define PROXY_MAX_IOV 512
@@ -286,6 +289,8 @@ void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
  * segment count or -1. The iov is valid until `buf` changes.
  */
 int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len, struct codec_iov *iov, int max);
+
+/* conn.c */
 void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 		       const struct sockaddr *sa, int salen);
 /**

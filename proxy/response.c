@@ -112,7 +112,6 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 		struct codec_api_version_range *a = &m.api_keys[i];
 		const struct codec_api *api = codec_api_get(a->api_key);
 		if (a->api_key == CODEC_API_PRODUCE) {
-			c->srv->broker_has_produce_v13 = a->max_version >= 13;
 			if (a->max_version >= 13 &&
 			    c->srv->conf->gate_advertise_produce_v14 == CONF_V14_AUTO) {
 				a->max_version = CODEC_PRODUCE_V14;
@@ -153,19 +152,25 @@ static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 	proxy_fifo_flush(c);
 }
 
+/* The oldest entry whose response is awaited, or NULL (logged: a response
+ * nobody asked for). */
+static struct proxy_entry *in_flight_head(struct proxy_conn *c, size_t len)
+{
+	struct proxy_entry *e;
+	TAILQ_FOREACH(e, &c->fifo, link)
+		if (e->state == PROXY_ENTRY_IN_FLIGHT)
+			return e;
+	LOG_W("response_unexpected", "conn=%llu peer=%s size=%zu", (unsigned long long)c->id, c->peer, len);
+	return NULL;
+}
+
 int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
 	response_metrics_init();
 	metric_add(m_bytes_out, (double)len + 4);
-	struct proxy_entry *e;
-	TAILQ_FOREACH(e, &c->fifo, link)
-		if (e->state == PROXY_ENTRY_IN_FLIGHT)
-			break;
-	if (!e) {
-		LOG_W("response_unexpected", "conn=%llu peer=%s size=%zu",
-		      (unsigned long long)c->id, c->peer, len);
+	struct proxy_entry *e = in_flight_head(c, len);
+	if (!e)
 		return -1;
-	}
 	if (!c->client) {
 		/* LINGERING: the client is gone, nobody reads this response */
 		evbuffer_drain(in, len + 4);
@@ -257,8 +262,9 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 							      proxy_advertise_endpoint, c->srv, &s);
 	if (err != CODEC_OK) {
 		/* never forward an address we could not rewrite */
-		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s",
-		      (unsigned long long)c->id, codec_api_name(key), version, codec_err_str(err));
+		LOG_W("response_malformed", "conn=%llu api=%s version=%d error=%s offset=%zu",
+		      (unsigned long long)c->id, codec_api_name(key), version, codec_err_str(err),
+		      body_off + codec_err_offset());
 		codec_buf_free(&s.ins);
 		return -1;
 	}
@@ -274,15 +280,9 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
 	response_metrics_init();
-	struct proxy_entry *e;
-	TAILQ_FOREACH(e, &c->fifo, link)
-		if (e->state == PROXY_ENTRY_IN_FLIGHT)
-			break;
-	if (!e) {
-		LOG_W("response_unexpected", "conn=%llu peer=%s size=%zu",
-		      (unsigned long long)c->id, c->peer, len);
+	struct proxy_entry *e = in_flight_head(c, len);
+	if (!e)
 		return -1;
-	}
 	if (e->kind == PROXY_ENTRY_INTERNAL)
 		return 2;
 	size_t hdr_len = 0;

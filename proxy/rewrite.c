@@ -16,8 +16,8 @@ int proxy_advertise_endpoint(void *arg, int32_t node_id, const char *host, int32
 	struct proxy_server *srv = arg;
 	static char buf[512]; /* loop thread only; borrowed until the codec call returns */
 
-	if (srv->conf->mode == CONF_MODE_GATEWAY)
-		proxy_gateway_learn_broker(srv, node_id, host, port);
+	if (srv->conf->mode == CONF_MODE_GATEWAY && srv->learn_broker)
+		srv->learn_broker(srv, node_id, host, port);
 	int p = conf_advertised_addr(srv->conf, node_id, host, buf, sizeof(buf));
 	if (p < 0)
 		return -1;

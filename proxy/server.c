@@ -35,6 +35,7 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 	srv->base = base;
 	srv->conf = conf;
 	srv->gate = gate;
+	srv->learn_broker = proxy_gateway_learn_broker;
 	TAILQ_INIT(&srv->listeners);
 	TAILQ_INIT(&srv->conns);
 	srv->topic_ids = proxy_topic_ids_new();
@@ -106,29 +107,6 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
 	}
 	if (srv->nconns == 0)
 		event_base_loopbreak(srv->base);
-}
-
-void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
-{
-	if (srv->shutting_down && c->nfifo == 0 && c->client && c->tx.state == PROXY_RX_FRAME &&
-	    (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING))
-		proxy_conn_drain_close(c, "shutdown");
-}
-
-void proxy_server_conn_closed(struct proxy_server *srv)
-{
-	if (srv->shutting_down && srv->nconns == 0)
-		event_base_loopbreak(srv->base);
-}
-
-void proxy_server_resume_paused(struct proxy_server *srv)
-{
-	struct proxy_conn *c, *next;
-	for (c = TAILQ_FIRST(&srv->conns); c; c = next) {
-		next = TAILQ_NEXT(c, link);
-		if (c->client_paused)
-			proxy_conn_update_flow(c);
-	}
 }
 
 int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf)

@@ -93,7 +93,7 @@ void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, siz
 	stream_metrics_init();
 	metric_add(m_streamed, 1);
 	rx->e = c->client ? e : NULL;
-	rx->left = len + 4;
+	rx->left = rx->frame = len + 4;
 	rx->scan = scan;
 	/* size prefix and response header pass as they are; then the body */
 	rx->opaque = scan ? 4 + hdr_len : len + 4;
@@ -157,8 +157,9 @@ static int rx_finish(struct proxy_conn *c)
 
 static int rx_bad(struct proxy_conn *c, const char *what, enum codec_err err)
 {
-	LOG_W("response_malformed", "conn=%llu peer=%s api=Fetch streamed=1 where=%s error=%s",
-	      (unsigned long long)c->id, c->peer, what, codec_err_str(err));
+	LOG_W("response_malformed", "conn=%llu peer=%s api=Fetch streamed=1 where=%s error=%s offset=%zu",
+	      (unsigned long long)c->id, c->peer, what, codec_err_str(err),
+	      c->rx.frame - c->rx.left + codec_err_offset());
 	proxy_conn_close(c, "malformed upstream frame");
 	return -1;
 }
@@ -709,7 +710,7 @@ int proxy_tx_start(struct proxy_conn *c, size_t len)
 	if (!tx->req)
 		return -1;
 	tx->e = NULL;
-	tx->left = len + 4;
+	tx->left = tx->frame = len + 4;
 	tx->opaque = 4 + h.len; /* size prefix and request header as they are */
 	tx->scan = true;
 	tx->client_version = h.api_version;
@@ -813,9 +814,9 @@ static int tx_finish(struct proxy_conn *c)
 
 static int tx_bad(struct proxy_conn *c, enum codec_err err)
 {
-	LOG_W("request_malformed", "conn=%llu peer=%s api=Produce streamed=1 where=%s error=%s",
+	LOG_W("request_malformed", "conn=%llu peer=%s api=Produce streamed=1 where=%s error=%s offset=%zu",
 	      (unsigned long long)c->id, c->peer, codec_stream_stage_str(c->tx.ps.stage),
-	      codec_err_str(err));
+	      codec_err_str(err), c->tx.frame - c->tx.left + codec_err_offset());
 	proxy_conn_close(c, "malformed client frame");
 	return -1;
 }

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 #define SEG (64 * 1024)
 #define MiB (1024 * 1024)

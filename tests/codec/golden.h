@@ -2,7 +2,7 @@
 #ifndef SYNCGATE_TESTS_CODEC_GOLDEN_H
 #define SYNCGATE_TESTS_CODEC_GOLDEN_H
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 /** A frame loaded from tests/codec/golden/<name>.hex: size prefix, header, body. */
 struct golden {

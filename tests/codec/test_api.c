@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 Test(codec, api_table_is_dense_and_complete)
 {
@@ -48,4 +48,22 @@ Test(codec, api_header_versions)
 	cr_assert_eq(codec_response_header_version(CODEC_API_SASL_HANDSHAKE, 1), 0);
 	cr_assert_eq(codec_request_header_version(CODEC_API_DESCRIBE_CLUSTER, 0), 2);
 	cr_assert_eq(codec_request_header_version(500, 3), 1, "unknown keys: header v1");
+}
+
+/* What is rewritten is a column of the table (codec_api.endpoints_from). */
+Test(codec, api_table_names_the_responses_with_broker_addresses)
+{
+	const int16_t always[] = {CODEC_API_METADATA, CODEC_API_FIND_COORDINATOR, CODEC_API_DESCRIBE_CLUSTER,
+				  CODEC_API_SHARE_FETCH, CODEC_API_SHARE_ACKNOWLEDGE};
+	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++)
+		cr_assert(codec_response_has_endpoints(always[i], 0), "key %d", always[i]);
+	cr_assert_not(codec_response_has_endpoints(CODEC_API_PRODUCE, 9));
+	cr_assert(codec_response_has_endpoints(CODEC_API_PRODUCE, 10), "Produce v10+: NodeEndpoints (KIP-951)");
+	cr_assert_not(codec_response_has_endpoints(CODEC_API_FETCH, 15));
+	cr_assert(codec_response_has_endpoints(CODEC_API_FETCH, 16), "Fetch v16+: NodeEndpoints (KIP-951)");
+	int n = 0;
+	for (int16_t k = 0; k <= 92; k++)
+		n += codec_api_get(k)->endpoints_from >= 0;
+	cr_assert_eq(n, 7, "no other response names brokers");
+	cr_assert_not(codec_response_has_endpoints(1000, 0));
 }

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 Test(codec, errors_names_and_retriable)
 {

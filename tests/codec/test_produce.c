@@ -145,6 +145,39 @@ Test(codec, produce_request_partial_batch_is_bad_msg)
 	codec_produce_request_free(&m);
 }
 
+/* Decode errors keep where they happened (codec_err_offset, logged as
+ * offset=): inside a record batch (a nested reader), and trailing bytes. */
+Test(codec, produce_request_error_reports_its_offset)
+{
+	struct codec_produce_request m;
+	struct golden g;
+	golden_load(&g, "produce_req_v9", true, CODEC_API_PRODUCE, 9);
+	uint8_t lsb = golden_body(&g).base[first_batch_length_lsb(NULL, 0)];
+	cr_assert_eq(decode_patched(first_batch_length_lsb, (uint8_t)(lsb + 1), &m), CODEC_ERR_BAD_MSG);
+	codec_produce_request_free(&m);
+	/* the batch length is checked once the magic byte is read */
+	cr_assert_eq(codec_err_offset(), first_magic(NULL, 0) + 1);
+
+	struct codec_iov body = golden_body(&g);
+	uint8_t *longer = calloc(1, body.len + 1);
+	memcpy(longer, body.base, body.len);
+	struct codec_iov v = {longer, body.len + 1};
+	cr_assert_eq(codec_produce_request_decode(&v, 1, 9, &m), CODEC_ERR_BAD_MSG);
+	codec_produce_request_free(&m);
+	cr_assert_eq(codec_err_offset(), body.len, "trailing bytes: where the message ended");
+	cr_assert_eq(codec_produce_request_decode(&body, 1, 9, &m), CODEC_OK);
+	codec_produce_request_free(&m);
+	cr_assert_eq(codec_err_offset(), 0, "a decode that succeeds leaves no offset");
+	for (size_t n = 0; n < body.len; n++) { /* every truncation: an offset inside what was given */
+		struct codec_iov t = {body.base, n};
+		cr_assert_neq(codec_produce_request_decode(&t, 1, 9, &m), CODEC_OK);
+		codec_produce_request_free(&m);
+		cr_assert_leq(codec_err_offset(), n, "prefix %zu", n);
+	}
+	free(longer);
+	golden_free(&g);
+}
+
 Test(codec, produce_v14_is_v13_on_the_wire)
 {
 	struct golden g;

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 static void init1(struct codec_reader *r, struct codec_iov *v, const uint8_t *p, size_t n, bool flex)
 {

@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 Test(codec, writer_primitives_roundtrip_through_reader)
 {

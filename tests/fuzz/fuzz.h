@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 /* Two segments over data[2..]; returns the version. */
 static inline int16_t fuzz_input(const uint8_t *data, size_t size, int16_t vmin, int16_t vmax,

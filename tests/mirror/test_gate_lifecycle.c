@@ -669,15 +669,19 @@ Test(gate_lifecycle, restart_history_with_fence_refuses_until_caught_up)
 	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS | MIRROR_GATE_STATE_PENDING);
 	cr_assert_not_null(g);
 	cr_assert_null(mirror_gate_fenced_by(g, "orders"));
+	cr_assert(!mirror_gate_any_fenced(g));
 	mirror_gate_inject_record(g, REC("FENCE", ""), 0);
 	pump();
 	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
+	cr_assert(mirror_gate_any_fenced(g));
 	mirror_gate_inject_record(g, REC("UNFENCE", ""), 1);
 	pump();
 	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr", "history: a fence seen stays until the end");
+	cr_assert(mirror_gate_any_fenced(g), "history: a fence seen counts until the end");
 	mirror_gate_inject_record(g, NULL, -1);
 	pump();
 	cr_assert_null(mirror_gate_fenced_by(g, "orders"), "the log's end: unfenced");
+	cr_assert(!mirror_gate_any_fenced(g), "the log's end: nothing fenced");
 
 	/* a history ending fenced stays fenced */
 	mirror_gate_free(g);
@@ -689,9 +693,43 @@ Test(gate_lifecycle, restart_history_with_fence_refuses_until_caught_up)
 	mirror_gate_inject_record(g, NULL, -1);
 	pump();
 	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
+	cr_assert(mirror_gate_any_fenced(g));
 	struct mirror_topic_info ti = info("orders");
 	cr_assert_eq(ti.effective, MIRROR_ASYNC, "the recovery REGISTER after the fence was rejected");
 	cr_assert(ti.released);
+}
+
+/* mirror_gate_any_fenced (asked per streamed Produce) keeps counts where the
+ * fence changes: each topic counts once, an unfence or the topic's mirror
+ * leaving on reload takes it out. */
+Test(gate_lifecycle, any_fenced_counts_fenced_topics)
+{
+	promote2("orders");
+	promote2("orders.eu");
+	struct answer a = {0};
+	cr_assert(!mirror_gate_any_fenced(g));
+	mirror_gate_fence(g, "dr", "orders.*", true, on_answer, &a);
+	await(&a);
+	cr_assert(mirror_gate_any_fenced(g));
+	fence(false, "UNFENCED"); /* orders, but not orders.eu */
+	cr_assert(mirror_gate_any_fenced(g), "orders.eu is still fenced");
+	memset(&a, 0, sizeof(a));
+	mirror_gate_fence(g, "dr", NULL, false, on_answer, &a);
+	await(&a);
+	cr_assert(!mirror_gate_any_fenced(g));
+	cr_assert_null(mirror_gate_fenced_by(g, "orders.eu"));
+	fence(true, "FENCED");
+	fence(true, "UNCHANGED");
+	cr_assert(mirror_gate_any_fenced(g));
+	static struct conf_mirror other;
+	static struct conf c2;
+	other = mir;
+	other.name = (char *)"dr3";
+	c2 = cfg;
+	c2.mirrors = &other;
+	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	pump();
+	cr_assert(!mirror_gate_any_fenced(g), "the fenced mirror left with the reload");
 }
 
 /* A produce accepted while the log was still read (held: every topic gates

@@ -706,3 +706,44 @@ Test(proxy_stream, client_closes_mid_request_closes_the_pair)
 	free(frame.p);
 	fixture_fini(&f);
 }
+
+/* A malformed batch header in a streamed Produce closes the pair, and the
+ * log line says where in the frame decoding failed (offset=). */
+Test(proxy_stream, malformed_streamed_produce_logs_its_offset)
+{
+	struct fixture f;
+	fixture_init(&f);
+	int lp[2];
+	cr_assert_eq(pipe(lp), 0);
+	fcntl(lp[0], F_SETFL, O_NONBLOCK);
+	conf_log_set_fd(lp[1]);
+	const int nbatches = 3;
+	const size_t payload = 400000, batch = 61 + payload;
+	struct buf frame = produce9(9, 9, -1, nbatches, payload);
+	size_t second = frame.n - 3 - batch * (size_t)(nbatches - 1);
+	memset(frame.p + second + 23, 0xff, 4); /* lastOffsetDelta -1 */
+	struct buf out = { 0 };
+	size_t off = 0;
+	for (int i = 0; i < 20000 && off < frame.n && f.srv.nconns > 0; i++) {
+		off += client_write(&f, frame.p + off, frame.n - off);
+		loop_once(&f);
+		broker_read(&f, &out);
+	}
+	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
+		loop_once(&f);
+	conf_log_set_fd(2);
+	cr_assert_eq(f.srv.nconns, 0, "a malformed request closes the pair");
+	cr_assert_lt(out.n, second + 61, "the bad batch header never went upstream");
+	char log[8192];
+	ssize_t n = read(lp[0], log, sizeof(log) - 1);
+	cr_assert_gt(n, 0);
+	log[n] = '\0';
+	char want[64];
+	snprintf(want, sizeof(want), "where=batch error=malformed message offset=%zu", second + 61);
+	cr_assert(strstr(log, "request_malformed") && strstr(log, want), "want \"%s\" in:\n%s", want, log);
+	close(lp[0]);
+	close(lp[1]);
+	free(out.p);
+	free(frame.p);
+	fixture_fini(&f);
+}

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 #define DESCRIBE_CLUSTER_MAX 2
 

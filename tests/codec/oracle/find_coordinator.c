@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codec/codec.h"
+#include "tests/codec/oracle/oracle.h"
 
 #define FIND_COORDINATOR_MAX 6
 #define FIND_COORDINATOR_BATCHED 4   /* Coordinators[] replaces the single form */
