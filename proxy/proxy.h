@@ -509,7 +509,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 				    struct proxy_server *srv, struct mirror_gate *gate);
 /** Close the listener, stop the probe and free; NULL is fine. Loop thread. */
 void proxy_admin_free(struct proxy_admin *a);
-/** Apply a reload: re-read admin.tls files, admin.max_connections. 0, or -1 (logged, unchanged). */
+/** Apply a reload: re-read admin.tls files. 0, or -1 (logged, unchanged). */
 int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf);
 /* admin_api.c: POST /v1/alter and /v1/release (bearer token; see ctl.c). Loop thread. */
 struct evhttp;
