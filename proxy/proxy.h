@@ -183,8 +183,9 @@ struct proxy_conn {
 	struct event *connect_timer;   /* upstream connect timeout */
 	struct event *close_ev;        /* deferred close; LINGERING: also the linger deadline */
 	struct event *idle_ev;         /* OPEN: limits.client_idle_ms check (conn.c) */
-	int64_t last_io_ms;            /* mirror_now_ms() of the last client read or write, or of
-					* the last idle check that found the pair busy */
+	int64_t last_io_ms;            /* mirror_now_ms() of the last client read or write, of the
+					* FIFO emptying (last answer), or of the last idle check
+					* that found the pair busy */
 	struct proxy_fifo fifo;        /* requests awaiting responses, in order */
 	size_t nfifo;
 	size_t held_bytes;             /* bytes of held responses */

@@ -265,6 +265,21 @@ Test(idle, client_traffic_moves_the_deadline)
 	fixture_fini(&f);
 }
 
+Test(idle, idle_time_counts_from_the_last_answer)
+{
+	/* a response spliced to the client passes no write callback: the idle
+	 * period starts when the last entry leaves the FIFO */
+	struct fixture f;
+	fixture_init(&f, 0);
+	struct proxy_entry *a = fetch_entry(&f, 1), *b = fetch_entry(&f, 2);
+	f.c->last_io_ms = 1;
+	proxy_entry_free(f.c, a);
+	cr_assert_eq(f.c->last_io_ms, 1, "still in flight: nothing to stamp");
+	proxy_entry_free(f.c, b);
+	cr_assert_gt(f.c->last_io_ms, 1);
+	fixture_fini(&f);
+}
+
 Test(idle, reload_arms_and_disarms)
 {
 	struct fixture f;
