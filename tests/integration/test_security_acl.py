@@ -223,6 +223,7 @@ def _run(bed, make_syncgate, make_testmirror, pki, src, dst, progress):
         out = ctl("--alter", "--mirror", "dr", "--topic", topic, "--async")
         assert out.split()[1] == "DEMOTED", out
         assert describe(sg).get("decider") is True
+        assert SG_PASSWORD not in sg.log() and CLIENT_PASSWORD not in sg.log()
         problems = sg_problems()
         assert not problems, "authorization trouble with the documented ACLs:\n" + \
             "\n".join(problems[:20])
