@@ -134,6 +134,7 @@ struct conf {
 	int64_t max_held_bytes;                 /* default 1073741824 */
 	int max_connections;        /* limits.max_connections: client connections; 0 no cap */
 	int max_connection_rate;    /* limits.max_connection_rate: accepts per second; 0 no cap */
+	int client_idle_ms;         /* limits.client_idle_ms: close idle client connections; 0 off */
 
 	int gate_max_hold_ms;       /* cap on a Produce request's TimeoutMs, default 30000 */
 	enum conf_acks1 gate_acks1;

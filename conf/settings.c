@@ -345,6 +345,14 @@ const struct conf_setting conf_settings[] = {
 	  "Client connection attempts accepted per second (a token bucket holding one second's worth); "
 	  "past it an accepted connection is closed at once (`connection_refused` reason=max_connection_rate). "
 	  "0: no cap." },
+	{ "limits.client_idle_ms", CONF_T_INT, C(client_idle_ms), 0, CONF_F_LIVE, 0, 24 * 3600 * MS, "600000", NULL, NULL,
+	  "A client connection with nothing in flight (no request awaiting its response, no held "
+	  "response, no bytes buffered either way) and no bytes to or from the client for this long, "
+	  "milliseconds, is closed with its upstream connection (`client_idle_closed`, "
+	  "`syncgate_client_idle_closes_total`), as the broker's `connections.max.idle.ms` (same default) "
+	  "would. A connection that holds a Produce response or awaits any response is never closed by "
+	  "it. 0: no idle timeout (the broker's own timer still closes an idle upstream connection, and "
+	  "its client with it)." },
 
 	SEC("gate", NONE, 0, "The synchronous-mirroring gate on Produce responses."),
 	{ "gate.max_hold_ms", CONF_T_INT, C(gate_max_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "30000", NULL, NULL,

@@ -35,7 +35,7 @@ enum admin_upstream {
 
 struct proxy_admin {
 	struct evhttp *http;
-	struct admin_transport *transport; /* admin_tls.c: HTTPS, connection cap */
+	struct admin_transport *transport; /* admin_tls.c: HTTPS */
 	struct proxy_server *srv;
 	struct mirror_gate *gate;
 	struct event *probe_timer;     /* next upstream probe */

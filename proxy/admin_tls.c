@@ -6,6 +6,24 @@
  * theirs). Handshake failures (plain HTTP to the HTTPS port, a missing or untrusted
  * client certificate) are logged as `admin_tls_error`, at most once a
  * second. Loop thread.
+ *
+ * No cap on concurrent admin connections (issue 17 asked for one): libevent
+ * 2.1's evhttp has no connection limit and no hook to refuse a connection
+ * (evhttp_set_max_connections, evhttp_set_newreqcb: 2.2), and does not
+ * export evhttp_get_request, so connections cannot be accepted elsewhere
+ * and handed to it. Counting them here does not work either: the only
+ * per-connection hook is this factory, and nothing says when a connection
+ * is freed. Wrapping each bufferevent in a pass-through filter (its free
+ * callback would say) breaks evhttp in 2.1.12: evhttp queues a response
+ * before it enables writing, and a filter only moves output while writing
+ * is enabled (be_filter_process_output), so the response never leaves
+ * (tried: requests are read and answered, nothing reaches the socket).
+ * With a cap, the listener could be paused at it
+ * (evhttp_bound_socket_get_listener + evconnlistener_disable).
+ *
+ * Note: a NULL from this factory does not drop the connection — evhttp
+ * then makes a plain socket bufferevent itself (libevent 2.1.12,
+ * evhttp_connection_base_bufferevent_new).
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -98,7 +116,7 @@ static struct bufferevent *make_bev(struct event_base *base, void *arg)
 				      : NULL;
 	if (!bev)
 		SSL_free(ssl);
-	return bev; /* NULL: evhttp drops the connection */
+	return bev; /* NULL (out of memory): evhttp falls back to plain HTTP, see above */
 }
 
 struct admin_transport *proxy_admin_transport_new(struct event_base *base, struct evhttp *http,

@@ -14,6 +14,8 @@
  *                                     mid-response): nothing moves any more; the pair is
  *                                     freed from close_ev, never inside one of its own
  *                                     callbacks (a caller up the stack may still hold it)
+ *   OPEN → CLOSING (idle)             limits.client_idle_ms without client traffic while
+ *                                     nothing is in flight (proxy_conn_busy() false)
  *
  * Responses: frames up to PROXY_STREAM_MIN, and frames syncgate rewrites,
  * arrive whole (limits.max_frame_bytes) and are handled by response.c;
@@ -33,6 +35,7 @@
 #include <openssl/err.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 /* Buffered bytes past which the reading side is paused (libevent watermarks
  * are only hints: these marks are our own caps on what one pair buffers). A
@@ -59,6 +62,8 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
 
 static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
 static struct metric *m_linger[2]; /* closes after a client left: delivered, expired */
+static struct metric *m_idle_closed;
+static struct proxy_log_limit idle_log; /* one client_idle_closed line a second */
 
 static void conn_metrics_init(void)
 {
@@ -83,6 +88,9 @@ static void conn_metrics_init(void)
 				 "everything the client sent delivered and every response owed read "
 				 "(delivered), or upstream.close_linger_ms passed first (expired).",
 				 "outcome=\"expired\"", NULL, 0);
+	m_idle_closed = metric_get(METRIC_COUNTER, "syncgate_client_idle_closes_total",
+				   "Client connections closed by limits.client_idle_ms: nothing in flight "
+				   "and no client traffic for that long.", "", NULL, 0);
 }
 
 /*
@@ -126,7 +134,7 @@ const char *proxy_conn_state_str(enum proxy_conn_state s)
 	return s < PROXY_CONN_STATE_COUNT ? conn_state_names[s] : "?";
 }
 
-/* The one place a connection's state changes. */
+/* The one place a connection's state changes; entry into OPEN arms the idle check. */
 static void conn_set_state(struct proxy_conn *c, enum proxy_conn_state s, const char *reason)
 {
 	LOG_D("conn_state", "conn=%llu peer=%s from=%s to=%s reason=\"%s\" in_flight=%zu rx=%s",
@@ -136,6 +144,80 @@ static void conn_set_state(struct proxy_conn *c, enum proxy_conn_state s, const 
 	c->state = s;
 	if (reason)
 		c->close_reason = reason;
+	if (s == PROXY_CONN_OPEN) {
+		c->last_io_ms = mirror_now_ms();
+		proxy_conn_idle_arm(c);
+	} else if (c->idle_ev) {
+		event_del(c->idle_ev); /* the other states end by their own deadlines */
+	}
+}
+
+bool proxy_conn_busy(const struct proxy_conn *c)
+{
+	return c->nfifo > 0 || c->rx.state != PROXY_RX_FRAME || c->tx.state != PROXY_RX_FRAME ||
+	       c->queued_bytes > 0 || c->held_bytes > 0 || c->client_paused || c->upstream_paused ||
+	       !c->client || !c->upstream ||
+	       evbuffer_get_length(bufferevent_get_output(c->client)) > 0 ||
+	       evbuffer_get_length(bufferevent_get_output(c->upstream)) > 0 ||
+	       evbuffer_get_length(bufferevent_get_input(c->upstream)) > 0;
+}
+
+int64_t proxy_conn_idle_left(struct proxy_conn *c, int idle_ms, int64_t now_ms)
+{
+	if (proxy_conn_busy(c)) {
+		c->last_io_ms = now_ms;
+		return idle_ms;
+	}
+	int64_t quiet = now_ms - c->last_io_ms;
+	return quiet >= idle_ms ? 0 : idle_ms - quiet;
+}
+
+static void idle_timer_add(struct proxy_conn *c, int64_t ms)
+{
+	struct timeval tv = { (time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000) };
+	evtimer_add(c->idle_ev, &tv);
+}
+
+/*
+ * The idle check: it runs once per period, not on every read (a read only
+ * stamps last_io_ms), and re-arms for what is left. A pair that is busy when
+ * it runs is never closed: a held Produce ends in an ack or the gate's error
+ * code, never in an idle close.
+ */
+static void idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct proxy_conn *c = arg;
+	(void)fd;
+	(void)what;
+	int idle_ms = c->srv->conf->client_idle_ms;
+	if (c->state != PROXY_CONN_OPEN || idle_ms <= 0)
+		return;
+	int64_t now = mirror_now_ms();
+	int64_t left = proxy_conn_idle_left(c, idle_ms, now);
+	if (left > 0) {
+		idle_timer_add(c, left);
+		return;
+	}
+	metric_add(m_idle_closed, 1);
+	uint64_t swallowed = 0;
+	if (proxy_log_allow(&idle_log, now, &swallowed))
+		LOG_I("client_idle_closed", "conn=%llu peer=%s client=\"%s\" idle_ms=%lld "
+		      "client_idle_ms=%d closed_since_last_line=%llu", (unsigned long long)c->id,
+		      c->peer, c->client_name, (long long)(now - c->last_io_ms), idle_ms,
+		      (unsigned long long)swallowed);
+	proxy_conn_close(c, "client idle (limits.client_idle_ms)");
+}
+
+void proxy_conn_idle_arm(struct proxy_conn *c)
+{
+	if (!c->idle_ev || c->state != PROXY_CONN_OPEN)
+		return;
+	event_del(c->idle_ev);
+	int idle_ms = c->srv->conf->client_idle_ms;
+	if (idle_ms <= 0)
+		return;
+	int64_t left = idle_ms - (mirror_now_ms() - c->last_io_ms);
+	idle_timer_add(c, left > 0 ? left : 0);
 }
 
 static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
@@ -201,6 +283,7 @@ static struct proxy_conn *conn_new(struct proxy_listener *lst, struct proxy_serv
 	c->tx.pipe[0] = c->tx.pipe[1] = -1;
 	TAILQ_INIT(&c->fifo);
 	c->close_ev = evtimer_new(srv->base, deferred_close_cb, c);
+	c->idle_ev = evtimer_new(srv->base, idle_cb, c);
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
 	srv->nconns++;
 	metric_add(m_conns, 1);
@@ -260,7 +343,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	} else {
 		c->upstream = bufferevent_socket_new(srv->base, -1, opts);
 	}
-	if (!c->client || !c->upstream || !c->close_ev) {
+	if (!c->client || !c->upstream || !c->close_ev || !c->idle_ev) {
 		if (!c->client)
 			evutil_closesocket(fd);
 		c->close_reason = "out of memory";
@@ -293,7 +376,7 @@ struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t 
 	int opts = BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS;
 	c->client = bufferevent_socket_new(srv->base, client_fd, opts);
 	c->upstream = bufferevent_socket_new(srv->base, upstream_fd, opts);
-	if (!c->client || !c->upstream || !c->close_ev) {
+	if (!c->client || !c->upstream || !c->close_ev || !c->idle_ev) {
 		proxy_conn_free(c);
 		return NULL;
 	}
@@ -316,6 +399,8 @@ void proxy_conn_free(struct proxy_conn *c)
 		event_free(c->connect_timer);
 	if (c->close_ev)
 		event_free(c->close_ev);
+	if (c->idle_ev)
+		event_free(c->idle_ev);
 	if (c->client)
 		bufferevent_free(c->client);
 	if (c->upstream)
@@ -522,8 +607,10 @@ void proxy_conn_client_frames(struct proxy_conn *c)
 
 static void client_read_cb(struct bufferevent *bev, void *arg)
 {
+	struct proxy_conn *c = arg;
 	(void)bev;
-	client_frames(arg, false);
+	c->last_io_ms = mirror_now_ms();
+	client_frames(c, false);
 }
 
 /*
@@ -651,6 +738,7 @@ static void upstream_read_cb(struct bufferevent *bev, void *arg)
 static void client_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct proxy_conn *c = arg;
+	c->last_io_ms = mirror_now_ms();
 	if (c->state == PROXY_CONN_DRAINING &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
 		proxy_conn_close(c, c->close_reason);

@@ -79,7 +79,9 @@ void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e)
 	proxy_clamp_free(e);
 	entry_unqueue(c, e);
 	TAILQ_REMOVE(&c->fifo, e, link);
-	c->nfifo--;
+	if (--c->nfifo == 0) /* limits.client_idle_ms counts from the last answer, however it
+			      * left (a spliced response never passes the client write callback) */
+		c->last_io_ms = mirror_now_ms();
 	free(e->produce);
 	free(e->sasl_mechanism);
 	if (e->out)

@@ -183,6 +183,10 @@ struct proxy_conn {
 	struct bufferevent *upstream;  /* owned; NULL once DRAINING */
 	struct event *connect_timer;   /* upstream connect timeout */
 	struct event *close_ev;        /* deferred close; LINGERING: also the linger deadline */
+	struct event *idle_ev;         /* OPEN: limits.client_idle_ms check (conn.c) */
+	int64_t last_io_ms;            /* mirror_now_ms() of the last client read or write, of the
+					* FIFO emptying (last answer), or of the last idle check
+					* that found the pair busy */
 	struct proxy_fifo fifo;        /* requests awaiting responses, in order */
 	size_t nfifo;
 	size_t held_bytes;             /* bytes of held responses */
@@ -316,6 +320,22 @@ void proxy_conn_client_frames(struct proxy_conn *c);
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
 /** Re-check backpressure marks after held bytes or buffers changed. */
 void proxy_conn_update_flow(struct proxy_conn *c);
+/**
+ * Whether the pair has anything in flight (limits.client_idle_ms never
+ * closes it then): a request awaiting its response (held, streaming, ready
+ * or internal included), a frame half through either way, bytes queued
+ * toward either side, or reads paused by backpressure. Pure; loop thread.
+ */
+bool proxy_conn_busy(const struct proxy_conn *c);
+/**
+ * The idle decision at `now_ms` for a timeout of `idle_ms` (> 0): 0 when the
+ * pair is idle and has been for `idle_ms` (close it), else milliseconds
+ * until the next check. A busy pair counts as active now (c->last_io_ms is
+ * set to `now_ms`). Loop thread.
+ */
+int64_t proxy_conn_idle_left(struct proxy_conn *c, int idle_ms, int64_t now_ms);
+/** (Re)arm the idle check of an OPEN pair from srv->conf (after a reload); 0 disarms. */
+void proxy_conn_idle_arm(struct proxy_conn *c);
 
 /* internal.c: syncgate's own requests on a client's upstream connection */
 /** Whether an internal request of `api_key` awaits its response on `c`. */
@@ -495,7 +515,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 				    struct proxy_server *srv, struct mirror_gate *gate);
 /** Close the listener, stop the probe and free; NULL is fine. Loop thread. */
 void proxy_admin_free(struct proxy_admin *a);
-/** Apply a reload: re-read admin.tls files, admin.max_connections. 0, or -1 (logged, unchanged). */
+/** Apply a reload: re-read admin.tls files. 0, or -1 (logged, unchanged). */
 int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf);
 /* admin_api.c: POST /v1/alter and /v1/release (bearer token; see ctl.c). Loop thread. */
 struct evhttp;

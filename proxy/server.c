@@ -113,7 +113,13 @@ int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf)
 {
 	if (server_tls_load(srv, conf) < 0)
 		return -1;
+	bool idle_changed = srv->conf->client_idle_ms != conf->client_idle_ms;
 	srv->conf = conf;
+	if (idle_changed) { /* limits.client_idle_ms is live: re-arm from each pair's last I/O */
+		struct proxy_conn *c;
+		TAILQ_FOREACH(c, &srv->conns, link)
+			proxy_conn_idle_arm(c);
+	}
 	proxy_server_resume_paused(srv);
 	return 0;
 }

@@ -9,6 +9,8 @@
   needed for mutations.
 * limits.max_connections / max_connection_rate: hit (refused, logged,
   counted) and recovered, with a held Produce response untouched.
+* limits.client_idle_ms: an idle connection closed (logged, counted), never
+  one holding a Produce response (ack or the gate's code, then idle).
 * Secrets: nothing any of it produced (logs, /metrics, /v1/mirrors, ctl
   output, the config reference) contains a password, token or private key.
 """
@@ -20,6 +22,7 @@ import os
 import socket
 import ssl
 import subprocess
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -31,6 +34,7 @@ from kafkabed import REPO, wait_until
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import SYNCGATE_BIN, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_proxy_security import kcat, make_pki
+from test_gate import NOT_ENOUGH_REPLICAS_AFTER_APPEND, wait_sync
 from test_lifecycle import describe, lifecycle_extra, write_token
 
 CTL = os.environ.get("SYNCGATE_CTL", os.path.join(REPO, "build", "proxy", "syncgate-ctl"))
@@ -274,3 +278,80 @@ def test_connection_caps_refuse_then_recover_held_response_untouched(
     c = RawClient("127.0.0.1", sg.port, timeout=10)  # recovered
     c.api_versions()
     c.close()
+
+
+def _closed_by_peer(sock: socket.socket, wait: float) -> bool:
+    """Whether the peer closes `sock` within `wait` seconds (EOF or reset)."""
+    sock.settimeout(wait)
+    try:
+        return sock.recv(1) == b""
+    except socket.timeout:
+        return False
+    except (ConnectionError, OSError):
+        return True
+
+
+def test_client_idle_timeout_closes_idle_never_a_held_response(
+        bed, make_syncgate, make_testmirror, source, dest, topic_name):
+    """limits.client_idle_ms 3000: an idle client connection is closed (logged,
+    counted) and a chatty one is not; with the mirror paused, a held acks=all
+    Produce outlives several idle periods and is acked after the resume, and
+    another held one ends in the gate's error code at its deadline — never
+    an idle close; each connection idles out only once its hold has ended."""
+    source.create_topic(topic_name)
+    dest.create_topic(topic_name)
+    mirror = make_testmirror([topic_name])
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic_name])],
+                       limits={"client_idle_ms": 3000})
+    wait_sync(sg, "dr", topic_name)
+
+    idle = RawClient("127.0.0.1", sg.port, timeout=30)
+    idle.api_versions()
+    assert _closed_by_peer(idle.sock, 30), "an idle connection was not closed"
+    wait_until(lambda: sg.metric("syncgate_client_idle_closes_total") >= 1, timeout=10,
+               what="idle close counted")
+    assert "client_idle_closed" in sg.log()
+    idle.close()
+
+    acked = RawClient("127.0.0.1", sg.port, timeout=60)
+    timed_out = RawClient("127.0.0.1", sg.port, timeout=60)
+    chatty = RawClient("127.0.0.1", sg.port, timeout=30)
+    stop = threading.Event()
+    chatty_errors: list = []
+
+    def chat():  # a request a second: never idle for 3 s
+        try:
+            while not stop.wait(1):
+                chatty.api_versions()
+        except Exception as e:  # noqa: BLE001 - reported below
+            chatty_errors.append(e)
+
+    talker = threading.Thread(target=chat, daemon=True)
+    talker.start()
+    mirror.pause()
+    try:
+        acked.send(0, 9, produce_body(9, -1, 60000, {topic_name: {0: record_batch([b"a"])}}))
+        timed_out.send(0, 9, produce_body(9, -1, 8000, {topic_name: {0: record_batch([b"t"])}}))
+        wait_until(lambda: sg.metric("syncgate_held_responses") == 2, timeout=20,
+                   what="two responses held")
+        # the timed-out hold ends in the gate's code (Produce v9: down-mapped to 20)
+        _, body = timed_out.recv()  # an idle close would raise ConnectionError
+        assert parse_produce_response(body, 9).topics[topic_name][0].error_code == \
+            NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        # the other hold goes on through more idle periods (a close would drop
+        # it: held_responses 0)
+        time.sleep(4)
+        assert sg.metric("syncgate_held_responses") == 1, "the held response was dropped"
+    finally:
+        mirror.resume()
+    stop.set()
+    talker.join(30)
+    assert not chatty_errors, f"a connection with traffic was closed: {chatty_errors}"
+    _, body = acked.recv()
+    assert parse_produce_response(body, 9).topics[topic_name][0].error_code == 0
+    assert dest.high_watermark(topic_name, 0) >= 1
+    # once their holds ended, both connections are idle like any other
+    assert _closed_by_peer(acked.sock, 30) and _closed_by_peer(timed_out.sock, 30)
+    for c in (acked, timed_out, chatty):
+        c.close()
+    print(f"\nidle timeout: {sg.metric('syncgate_client_idle_closes_total'):.0f} idle closes")
