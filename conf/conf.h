@@ -66,6 +66,12 @@ enum conf_consumers {
 	CONF_CONSUMERS_PASS,  /* answered as the broker does (consumers may see unmirrored records) */
 };
 
+/** How a MirrorMaker 2 mirror reads the source (config `mirrors[].mm2_isolation_level`). */
+enum conf_isolation {
+	CONF_ISOLATION_READ_UNCOMMITTED, /* MM2's default: copies records before their COMMIT */
+	CONF_ISOLATION_READ_COMMITTED,   /* exactly-once MM2: copies only committed records */
+};
+
 /** A `host:port` pair; host is owned by the enclosing conf. */
 struct conf_addr {
 	char *host;
@@ -100,6 +106,7 @@ struct conf_mirror {
 	enum conf_progress progress;
 	int poll_interval_ms;       /* default 5 */
 	char *mm2_offset_syncs_topic; /* default "mm2-offset-syncs.<name>.internal" */
+	enum conf_isolation mm2_isolation_level; /* as MM2 is configured (told, not detected) */
 	char **sync_topics;         /* POSIX extended regexes, anchored (whole name) */
 	size_t nsync_topics;
 	int sync_topic_demote_timeout_ms; /* CONF_DEMOTE_TIMEOUT_MS by default */

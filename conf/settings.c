@@ -233,6 +233,7 @@ static const char *const progress_names[] = { "poll", "tail", NULL };
 static const char *const acks1_names[] = { "pass", "gate", NULL };
 static const char *const v14_names[] = { "auto", "never", NULL };
 static const char *const consumers_names[] = { "clamp", "pass", NULL };
+static const char *const isolation_names[] = { "read_uncommitted", "read_committed", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
 
 _Static_assert(sizeof(enum conf_mode) == sizeof(int), "enums are stored as int");
@@ -414,6 +415,12 @@ const struct conf_setting conf_settings[] = {
 	  "With `offsets: mm2`: MirrorMaker 2's offset-syncs topic, read on the source cluster. "
 	  "Default `mm2-offset-syncs.<name>.internal`, which is MM2's own default when this mirror's `name` equals "
 	  "the MM2 target cluster alias; set it when they differ." },
+	{ "mirrors[].mm2_isolation_level", CONF_T_ENUM, M(mm2_isolation_level), 0, CONF_F_LIVE, 0, 0, "read_uncommitted", isolation_names, NULL,
+	  "With `offsets: mm2`: the isolation level MirrorMaker 2's source consumer runs with (MM2's "
+	  "`source.consumer.isolation.level`; exactly-once MM2 needs `read_committed`). syncgate cannot see it, so say "
+	  "it here. `read_committed` with a SYNC topic: a transactional producer's commit can never happen (its data "
+	  "acks wait for the mirror, the mirror waits for the COMMIT), so syncgate warns when such a topic is altered to "
+	  "SYNC or registered SYNC at start (`mirror_mm2_read_committed_sync`); see docs/operating.md, Transactions." },
 	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), W, 0, 0, NULL, NULL, NULL,
 	  "Topics whose desired type is SYNC while the state log has no entry for them: a list of POSIX extended "
 	  "regular expressions, each matched against the whole topic name." },
