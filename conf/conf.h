@@ -156,6 +156,9 @@ struct conf {
 	char **consumers_exempt_client_ids;   /* consumers.exempt_client_ids (anchored EREs) */
 	size_t nconsumers_exempt_client_ids;
 	void *consumers_exempt_re;            /* compiled; use conf_consumer_exempt() */
+	char **consumers_exempt_principals;   /* consumers.exempt_principals (anchored EREs) */
+	size_t nconsumers_exempt_principals;
+	void *consumers_exempt_principals_re; /* compiled; use conf_consumer_exempt_principal() */
 
 	char *state_topic;          /* default "__syncgate_state" */
 	int state_replication_factor; /* default 3 */
@@ -236,6 +239,14 @@ bool conf_prop_name_sensitive(const char *name);
 
 /** True when `client_id` matches consumers.exempt_client_ids (NULL never does). Any thread. */
 bool conf_consumer_exempt(const struct conf *c, const char *client_id);
+
+/**
+ * True when a TLS client certificate's subject matches
+ * consumers.exempt_principals: a pattern matches the whole RFC 2253 subject
+ * (`subject`, e.g. "CN=mm2,O=Example", Kafka's default SSL principal name) or
+ * the subject's common name alone (`cn`). Either may be NULL. Any thread.
+ */
+bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *cn);
 
 /** In `mirrors[].topic_name`: the source topic name. */
 #define CONF_TOPIC_KEY "{topic}"

@@ -17,13 +17,16 @@
  * passes; then it is clamped again — with the HW of that moment — and sent.
  *
  * Exempt (never clamped): consumers.clamp: pass, client ids matching
- * consumers.exempt_client_ids (mirror tools reading the source), and mirrors
+ * consumers.exempt_client_ids (mirror tools reading the source), clients
+ * whose verified TLS certificate matches consumers.exempt_principals, and mirrors
  * with `consumers: pass` do not count. ShareFetch is not clamped (documented
  * exception, counted). Loop thread.
  */
 #include <regex.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/bufferevent_ssl.h>
 
 #include "proxy/proxy.h"
 
@@ -82,7 +85,8 @@ static void clamp_metrics_init(void)
 			       "", NULL, 0);
 	m_exempt = metric_get(METRIC_COUNTER, "syncgate_consumer_exempt_requests_total",
 			      "Consumer requests not clamped because their client id is in "
-			      "consumers.exempt_client_ids.", "", NULL, 0);
+			      "consumers.exempt_client_ids or their TLS certificate matches "
+			      "consumers.exempt_principals.", "", NULL, 0);
 }
 
 /* Clamp distance (broker HW − mirrored HW) of the last clamped answer, per topic. */
@@ -129,6 +133,26 @@ static void warn_mirror_reader(struct proxy_conn *c, const char *id)
 	      "its client id to consumers.exempt_client_ids\"", (unsigned long long)c->id, c->peer, id);
 }
 
+/* Whether the client's verified TLS certificate matches consumers.exempt_principals. */
+static bool principal_exempt(struct proxy_conn *c)
+{
+	const struct conf *cf = c->srv->conf;
+	if (!cf->nconsumers_exempt_principals || !c->srv->client_tls || !c->client)
+		return false;
+	if (c->tls_exempt_gen == c->srv->conf_gen + 1)
+		return c->tls_exempt;
+	char subject[512], cn[256];
+	SSL *ssl = bufferevent_openssl_get_ssl(c->client);
+	c->tls_exempt = proxy_tls_peer_subject(ssl, subject, sizeof(subject), cn, sizeof(cn)) == 0 &&
+			conf_consumer_exempt_principal(cf, subject, cn);
+	c->tls_exempt_gen = c->srv->conf_gen + 1;
+	if (c->tls_exempt)
+		LOG_I("consumer_clamp_exempt_principal", "conn=%llu peer=%s subject=\"%s\" reason=\"matches "
+		      "consumers.exempt_principals: its fetches are not clamped\"", (unsigned long long)c->id,
+		      c->peer, subject);
+	return c->tls_exempt;
+}
+
 /* Whether a request of this client is clamped at all. */
 static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, int niov,
 			   const struct codec_request_header *h)
@@ -136,6 +160,10 @@ static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, in
 	const struct conf *cf = c->srv->conf;
 	if (cf->consumers_clamp != CONF_CONSUMERS_CLAMP || cf->nmirrors == 0)
 		return false;
+	if (principal_exempt(c)) {
+		metric_add(m_exempt, 1);
+		return false;
+	}
 	if (h->client_id.len <= 0)
 		return true;
 	char id[256];

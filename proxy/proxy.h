@@ -197,6 +197,9 @@ struct proxy_conn {
 	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
 	char client_version[32];       /* ClientSoftwareVersion */
 	bool client_named;             /* client_name came from ApiVersions v3+ */
+	bool tls_exempt;               /* its certificate matches consumers.exempt_principals */
+	uint64_t tls_exempt_gen;       /* srv->conf_gen + 1 tls_exempt was decided under (0: not yet);
+					* once per connection and config: a certificate does not change */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -223,6 +226,7 @@ struct proxy_server {
 	struct event_base *base;
 	struct evdns_base *dns;        /* upstream host names */
 	const struct conf *conf;       /* borrowed; swapped on reload */
+	uint64_t conf_gen;             /* incremented at every applied reload */
 	struct mirror_gate *gate;      /* borrowed */
 	struct proxy_listener_list listeners;
 	struct proxy_conn_list conns;
@@ -478,6 +482,13 @@ SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t, const char *section);
  * 0, or -1. Any thread.
  */
 int proxy_tls_client_name(SSL *ssl, const char *host, bool verify);
+/**
+ * The verified peer certificate of `ssl` (the listener's mTLS client): its
+ * subject in RFC 2253 form into `subject` and its first common name into `cn`
+ * (each NUL-terminated, truncated to its capacity; "" when absent). 0, or -1
+ * when there is no verified certificate (both then ""). Loop thread.
+ */
+int proxy_tls_peer_subject(SSL *ssl, char *subject, size_t subject_cap, char *cn, size_t cn_cap);
 
 /* admin.c: /metrics, /healthz, /readyz and the admin API */
 struct proxy_admin;

@@ -136,6 +136,7 @@ int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf)
 	if (server_tls_load(srv, conf) < 0)
 		return -1;
 	srv->conf = conf;
+	srv->conf_gen++;
 	proxy_server_resume_paused(srv);
 	return 0;
 }
