@@ -23,6 +23,7 @@
  * exception, counted). Loop thread.
  */
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,9 +154,42 @@ static bool principal_exempt(struct proxy_conn *c)
 	return c->tls_exempt;
 }
 
-/* Whether a request of this client is clamped at all. */
+/*
+ * An exempt mirror reader fetching read_committed (an exactly-once MirrorMaker
+ * 2): transactional producers' commits on its SYNC topics can never happen
+ * (docs/operating.md, Transactions). Warned once per client id, since an
+ * `offsets: mm2` mirror is configured as read_uncommitted (the default) —
+ * then syncgate did not warn at --sync. Loop thread.
+ */
+static void note_read_committed_reader(struct proxy_conn *c, const char *id)
+{
+	const struct conf *cf = c->srv->conf;
+	const char *mirror = NULL;
+	for (size_t m = 0; m < cf->nmirrors && !mirror; m++)
+		if (cf->mirrors[m].offsets == CONF_OFFSETS_MM2 &&
+		    cf->mirrors[m].mm2_isolation_level != CONF_ISOLATION_READ_COMMITTED)
+			mirror = cf->mirrors[m].name;
+	if (!mirror)
+		return;
+	static char *seen[64];
+	static size_t nseen;
+	for (size_t i = 0; i < nseen; i++)
+		if (!strcmp(seen[i], id))
+			return;
+	if (nseen < sizeof(seen) / sizeof(seen[0]))
+		seen[nseen++] = strdup(id);
+	LOG_W("mirror_reader_read_committed", "conn=%llu peer=%s client_id=\"%s\" mirror=%s reason=\"an exempt "
+	      "mirror reader fetches read_committed, but mirror %s is configured mm2_isolation_level: "
+	      "read_uncommitted; if this is its MirrorMaker 2, transactional producers' commits on its SYNC topics "
+	      "time out (their data acks wait for MM2, MM2 waits for the COMMIT): run MM2 read_uncommitted, or "
+	      "set mm2_isolation_level: read_committed to be warned at --sync\"", (unsigned long long)c->id,
+	      c->peer, id, mirror, mirror);
+}
+
+/* Whether a request of this client is clamped at all; *exempt_id: the client
+ * id when it is exempt by consumers.exempt_client_ids (else left alone). */
 static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, int niov,
-			   const struct codec_request_header *h)
+			   const struct codec_request_header *h, char *exempt_id, size_t cap)
 {
 	const struct conf *cf = c->srv->conf;
 	if (cf->consumers_clamp != CONF_CONSUMERS_CLAMP || cf->nmirrors == 0)
@@ -175,6 +209,7 @@ static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, in
 	id[n] = '\0';
 	if (conf_consumer_exempt(cf, id)) {
 		metric_add(m_exempt, 1);
+		snprintf(exempt_id, cap, "%s", id);
 		return false;
 	}
 	if (looks_like_mirror_reader(id))
@@ -225,8 +260,17 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 	int niov = proxy_buf_iov(in, 4, len, iov, PROXY_MAX_IOV);
 	if (niov < 0)
 		return -1;
-	if (!client_clamped(c, iov, niov, h))
+	char exempt_id[256] = "";
+	if (!client_clamped(c, iov, niov, h, exempt_id, sizeof(exempt_id))) {
+		struct codec_iov ebody[PROXY_MAX_IOV];
+		struct codec_fetch_request_info fi;
+		int n = exempt_id[0] && key == CODEC_API_FETCH ? codec_iov_skip(iov, niov, h->len, ebody, PROXY_MAX_IOV)
+							       : -1;
+		if (n >= 0 && codec_fetch_request_info(ebody, n, version, &fi) == CODEC_OK &&
+		    fi.replica_id < 0 && fi.isolation_level == 1)
+			note_read_committed_reader(c, exempt_id);
 		return 0;
+	}
 	if (key == CODEC_API_SHARE_FETCH) {
 		metric_add(m_share, 1);
 		return 0;
