@@ -424,7 +424,8 @@ const struct conf_setting conf_settings[] = {
 	{ "mirrors[].mm2_isolation_level", CONF_T_ENUM, M(mm2_isolation_level), 0, CONF_F_LIVE, 0, 0, "read_uncommitted", isolation_names, NULL,
 	  "With `offsets: mm2`: the isolation level MirrorMaker 2's source consumer runs with (MM2's "
 	  "`source.consumer.isolation.level`; exactly-once MM2 needs `read_committed`). syncgate cannot see it, so say "
-	  "it here. `read_committed` with a SYNC topic: a transactional producer's commit can never happen (its data "
+	  "it here (when MM2 reads through syncgate, an exempt reader fetching read_committed against this setting is "
+	  "logged: `mirror_reader_read_committed`). `read_committed` with a SYNC topic: a transactional producer's commit can never happen (its data "
 	  "acks wait for the mirror, the mirror waits for the COMMIT), so syncgate warns when such a topic is altered to "
 	  "SYNC or registered SYNC at start (`mirror_mm2_read_committed_sync`); see docs/operating.md, Transactions." },
 	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), W, 0, 0, NULL, NULL, NULL,

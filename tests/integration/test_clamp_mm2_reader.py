@@ -9,7 +9,10 @@ Not exempt, syncgate says so once per client id (`consumer_clamp_mirror_reader`,
 naming the id). With MM2's client id in `consumers.exempt_client_ids` (a live
 setting, applied here by a reload) its fetches are not clamped: it catches up,
 the gate releases again, and an ordinary consumer through syncgate is still
-clamped to what MM2 has copied (also while MM2 is paused).
+clamped to what MM2 has copied (also while MM2 is paused). That MM2 reads
+read_committed while the mirror is configured `mm2_isolation_level:
+read_uncommitted`: syncgate sees it in the exempt reader's Fetch and warns
+once (`mirror_reader_read_committed`, issue 15 item 2).
 """
 
 from __future__ import annotations
@@ -60,7 +63,9 @@ def test_mm2_through_syncgate_is_clamped_unless_exempt(make_syncgate, make_mm2, 
                                                     mm2_offset_syncs_topic=OFFSET_SYNCS)])
     # the topic is empty: lag zero, SYNC at once — before MM2 copied anything
     wait_effective(sg, "mm", topic_name, timeout=120)
-    mm2 = make_mm2(topic_name, source_bootstrap=sg.bootstrap)
+    # read_committed (exactly-once MM2); without transactions it copies the same records
+    mm2 = make_mm2(topic_name, source_bootstrap=sg.bootstrap,
+                   props={"source.consumer.isolation.level": "read_committed"})
     source.produce(topic_name, 3)  # straight to the broker (not through syncgate)
 
     # MM2 not exempt: its fetches are clamped to its own progress (0)
@@ -89,6 +94,10 @@ def test_mm2_through_syncgate_is_clamped_unless_exempt(make_syncgate, make_mm2, 
     assert errors == [] and acked == [4, 5, 6, 7, 8], (acked, errors)
     assert dest.high_watermark(topic_name, 0) >= 9  # acked: MM2 had copied each one
     assert sg.metric("syncgate_consumer_exempt_requests_total") > exempt0
+    # the exempt reader fetches read_committed while the mirror is configured
+    # read_uncommitted (the default): said once, naming the mirror
+    rc = [ln for ln in sg.log().splitlines() if "mirror_reader_read_committed" in ln]
+    assert len(rc) == 1 and "mirror=mm" in rc[0] and "MirrorSourceConnector" in rc[0], rc
 
     # an ordinary consumer is still clamped, to what MM2 has: everything now
     got: list = []
