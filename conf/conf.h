@@ -241,12 +241,13 @@ bool conf_prop_name_sensitive(const char *name);
 bool conf_consumer_exempt(const struct conf *c, const char *client_id);
 
 /**
- * True when a TLS client certificate's subject matches
- * consumers.exempt_principals: a pattern matches the whole RFC 2253 subject
+ * True when a client's principal matches consumers.exempt_principals: a
+ * pattern matches the whole RFC 2253 subject of its TLS certificate
  * (`subject`, e.g. "CN=mm2,O=Example", Kafka's default SSL principal name) or
- * the subject's common name alone (`cn`). Either may be NULL. Any thread.
+ * a name alone (`name`: the certificate's common name, or the SASL user).
+ * Either may be NULL. Any thread.
  */
-bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *cn);
+bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *name);
 
 /** In `mirrors[].topic_name`: the source topic name. */
 #define CONF_TOPIC_KEY "{topic}"

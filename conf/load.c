@@ -593,12 +593,6 @@ static void cross_checks(struct loader *L, struct conf *c, const struct scope *s
 		err_at(L, sc->marks[i_adm], "admin.listen: %s:%d is also listen.kafka", c->admin_listen.host,
 		       c->admin_listen.port);
 
-	/* a principal is a verified client certificate: only with mTLS on the listener */
-	size_t i_pr = idx_of("consumers.exempt_principals");
-	if (c->nconsumers_exempt_principals && !c->listen_tls.client_ca)
-		err_at(L, sc->marks[i_pr], "consumers.exempt_principals: needs listen.tls.client_ca (client "
-		       "certificates are the only principals syncgate knows)");
-
 	size_t i_utls = idx_of("upstream.tls");
 	if (!c->upstream_tls.cert != !c->upstream_tls.key)
 		err_at(L, sc->marks[i_utls], "upstream.tls: cert and key must be set together");
@@ -822,12 +816,12 @@ bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
 	return m && conf_topic_regexes_match(m->sync_topics_re, m->nsync_topics, topic);
 }
 
-bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *cn)
+bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *name)
 {
 	regex_t *res = c ? c->consumers_exempt_principals_re : NULL;
 	for (size_t i = 0; res && i < c->nconsumers_exempt_principals; i++)
 		if ((subject && regexec(&res[i], subject, 0, NULL, 0) == 0) ||
-		    (cn && regexec(&res[i], cn, 0, NULL, 0) == 0))
+		    (name && regexec(&res[i], name, 0, NULL, 0) == 0))
 			return true;
 	return false;
 }

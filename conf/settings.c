@@ -387,11 +387,12 @@ const struct conf_setting conf_settings[] = {
 	  "`.*MirrorSourceConnector.*`), or they could never catch up. A client whose id looks like MirrorMaker's "
 	  "and is not exempt is logged once (`consumer_clamp_mirror_reader`)." },
 	{ "consumers.exempt_principals", CONF_T_REGEXES, C(consumers_exempt_principals), C(nconsumers_exempt_principals), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
-	  "TLS principals never clamped (needs `listen.tls.client_ca`: the client's verified certificate), POSIX "
-	  "extended regular expressions matched against the whole certificate subject in RFC 2253 form (as Kafka's "
-	  "default SSL principal, e.g. `CN=mm2,OU=dr,O=Example`) or against its common name alone (`mm2`). For mirror "
-	  "tools identified by certificate rather than client id. SASL principals are not known to syncgate (it "
-	  "passes SASL through) and cannot be exempted." },
+	  "Principals never clamped, POSIX extended regular expressions matched against the whole name. TLS (with "
+	  "`listen.tls.client_ca`: the client's verified certificate): the subject in RFC 2253 form (as Kafka's "
+	  "default SSL principal, e.g. `CN=mm2,OU=dr,O=Example`) or its common name alone (`mm2`). SASL PLAIN and "
+	  "SCRAM: the user name, read from the client's first SASL message and taken once the broker accepted it "
+	  "(syncgate passes SASL through; GSSAPI and OAUTHBEARER users are not known to it). For mirror tools "
+	  "identified by credentials rather than client id." },
 
 	{ "mirrors", CONF_T_LIST, C(mirrors), C(nmirrors), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
 	  "The registered mirrors (destination clusters), a list; names must be unique. Empty or absent: "

@@ -18,7 +18,8 @@
  *
  * Exempt (never clamped): consumers.clamp: pass, client ids matching
  * consumers.exempt_client_ids (mirror tools reading the source), clients
- * whose verified TLS certificate matches consumers.exempt_principals, and mirrors
+ * whose verified TLS certificate or broker-accepted SASL PLAIN/SCRAM user
+ * matches consumers.exempt_principals, and mirrors
  * with `consumers: pass` do not count. ShareFetch is not clamped (documented
  * exception, counted). Loop thread.
  */
@@ -134,24 +135,36 @@ static void warn_mirror_reader(struct proxy_conn *c, const char *id)
 	      "its client id to consumers.exempt_client_ids\"", (unsigned long long)c->id, c->peer, id);
 }
 
-/* Whether the client's verified TLS certificate matches consumers.exempt_principals. */
+/*
+ * Whether the client's principal matches consumers.exempt_principals: its
+ * verified TLS certificate (subject or CN) or the SASL user the broker
+ * accepted (response.c). Decided once per config and principal.
+ */
 static bool principal_exempt(struct proxy_conn *c)
 {
 	const struct conf *cf = c->srv->conf;
-	if (!cf->nconsumers_exempt_principals || !c->srv->client_tls || !c->client)
+	if (!cf->nconsumers_exempt_principals || !c->client)
 		return false;
-	if (c->tls_exempt_gen == c->srv->conf_gen + 1)
-		return c->tls_exempt;
-	char subject[512], cn[256];
-	SSL *ssl = bufferevent_openssl_get_ssl(c->client);
-	c->tls_exempt = proxy_tls_peer_subject(ssl, subject, sizeof(subject), cn, sizeof(cn)) == 0 &&
-			conf_consumer_exempt_principal(cf, subject, cn);
-	c->tls_exempt_gen = c->srv->conf_gen + 1;
-	if (c->tls_exempt)
-		LOG_I("consumer_clamp_exempt_principal", "conn=%llu peer=%s subject=\"%s\" reason=\"matches "
-		      "consumers.exempt_principals: its fetches are not clamped\"", (unsigned long long)c->id,
-		      c->peer, subject);
-	return c->tls_exempt;
+	if (c->principal_exempt_gen == c->srv->conf_gen + 1)
+		return c->principal_exempt;
+	char subject[512] = "", cn[256] = "";
+	bool tls = c->srv->client_tls &&
+		   proxy_tls_peer_subject(bufferevent_openssl_get_ssl(c->client), subject, sizeof(subject), cn,
+					  sizeof(cn)) == 0;
+	bool by_tls = tls && conf_consumer_exempt_principal(cf, subject, cn);
+	bool by_sasl = !by_tls && c->sasl_principal[0] &&
+		       conf_consumer_exempt_principal(cf, NULL, c->sasl_principal);
+	c->principal_exempt = by_tls || by_sasl;
+	c->principal_exempt_gen = c->srv->conf_gen + 1;
+	if (by_tls)
+		LOG_I("consumer_clamp_exempt_principal", "conn=%llu peer=%s subject=\"%s\" reason=\"the TLS "
+		      "certificate matches consumers.exempt_principals: its fetches are not clamped\"",
+		      (unsigned long long)c->id, c->peer, subject);
+	else if (by_sasl)
+		LOG_I("consumer_clamp_exempt_principal", "conn=%llu peer=%s sasl_user=\"%s\" reason=\"the SASL "
+		      "user matches consumers.exempt_principals: its fetches are not clamped\"",
+		      (unsigned long long)c->id, c->peer, c->sasl_principal);
+	return c->principal_exempt;
 }
 
 /*

@@ -97,6 +97,8 @@ struct proxy_entry {
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
 	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
+	bool sasl_auth;            /* SaslAuthenticate naming a user (conn sasl_user): its answer
+				    * confirms the principal */
 	/* HELD */
 	struct proxy_conn *conn;               /* back pointer for the gate's callback */
 	uint8_t *raw;                          /* the broker's response frame body (header
@@ -197,9 +199,12 @@ struct proxy_conn {
 	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
 	char client_version[32];       /* ClientSoftwareVersion */
 	bool client_named;             /* client_name came from ApiVersions v3+ */
-	bool tls_exempt;               /* its certificate matches consumers.exempt_principals */
-	uint64_t tls_exempt_gen;       /* srv->conf_gen + 1 tls_exempt was decided under (0: not yet);
-					* once per connection and config: a certificate does not change */
+	char sasl_mech[32];            /* the last SaslHandshake's mechanism ("" none) */
+	char sasl_user[128];           /* named in the client's first SASL message, not confirmed */
+	char sasl_principal[128];      /* sasl_user once the broker accepted it ("" none) */
+	bool principal_exempt;         /* TLS certificate or SASL user matches consumers.exempt_principals */
+	uint64_t principal_exempt_gen; /* srv->conf_gen + 1 it was decided under (0: decide again):
+					* once per config and principal, which rarely change */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 

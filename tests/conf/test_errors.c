@@ -52,10 +52,6 @@ static const struct error_case {
 	{ "int16 range",
 	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\ngate:\n  error_codes:\n    mirror_sync_replication_timeout: 40000\n",
 	  "t.yaml:7:38: gate.error_codes.mirror_sync_replication_timeout: 40000 is out of range (1..32767)\n" },
-	{ "exempt principals without client certificates",
-	  "listen:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\nconsumers:\n  exempt_principals: [mm2]\n",
-	  "t.yaml:6:22: consumers.exempt_principals: needs listen.tls.client_ca (client certificates are the only "
-	  "principals syncgate knows)\n" },
 	{ "bad mode",
 	  "mode: proxy\nlisten:\n  kafka: 0.0.0.0:19092\nupstream:\n  broker: 127.0.0.1:9092\n",
 	  "t.yaml:1:7: mode: unknown value 'proxy' (expected sidecar or gateway)\n" },
