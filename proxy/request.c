@@ -209,10 +209,12 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 			return -1;
 		if (!c->sasl_user[0] && len <= 1024) { /* the first token names the user */
 			uint8_t tok[1024];
+			struct codec_iov whole[PROXY_MAX_IOV];
+			int nwhole = proxy_buf_iov(in, 4, len, whole, PROXY_MAX_IOV); /* iov: 512 B at most */
 			struct codec_reader r;
-			codec_reader_init(&r, iov, niov);
+			codec_reader_init(&r, whole, nwhole > 0 ? nwhole : 0);
 			codec_read_raw(&r, tok, len);
-			if (r.err == CODEC_OK)
+			if (nwhole >= 0 && r.err == CODEC_OK)
 				(void)codec_sasl_username(c->sasl_mech, tok, len, c->sasl_user, sizeof(c->sasl_user));
 		}
 		if (c->sasl_raw_left > 0)
