@@ -154,6 +154,7 @@ struct mirror_wait {
 };
 
 struct mirror_gate {
+	char unexempt_reader[128];  /* last mirror-tool-looking client id fetching unexempt ("" none) */
 	struct event_base *base;
 	const struct conf *conf;
 	unsigned flags;

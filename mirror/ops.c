@@ -525,6 +525,13 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
 		LOG_W("mirror_mm2_read_committed_sync", "mirror=%s topic=%s reason=\"altered to SYNC: "
 		      MIRROR_TXN_HAZARD_TEXT "\"", l->name, topic);
 	}
+	if (type == MIRROR_SYNC && l->cm->offsets == CONF_OFFSETS_MM2 && g->unexempt_reader[0]) {
+		size_t n = strlen(op->warning);
+		snprintf(op->warning + n, sizeof(op->warning) - n, "%sclient %s, which looks like MirrorMaker 2, "
+			 "reads the source through syncgate without an exemption: once the topic is SYNC its "
+			 "fetches are clamped and the mirror cannot move (consumers.exempt_client_ids)",
+			 n ? "; " : "", g->unexempt_reader);
+	}
 	if (type == MIRROR_SYNC && g->log) {
 		if (probe_start(op, l, topic) != 0)
 			op_error(op, 500, "cannot start the compatibility probe");

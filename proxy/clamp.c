@@ -122,6 +122,7 @@ static bool looks_like_mirror_reader(const char *id)
 /* Warn once per client id (a bounded set of ids is remembered). */
 static void warn_mirror_reader(struct proxy_conn *c, const char *id)
 {
+	mirror_gate_note_unexempt_reader(c->srv->gate, id); /* for --alter --sync's answer */
 	static char *seen[64];
 	static size_t nseen;
 	for (size_t i = 0; i < nseen; i++)

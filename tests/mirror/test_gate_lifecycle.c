@@ -213,6 +213,25 @@ Test(gate_lifecycle, alter_sync_of_a_read_committed_mm2_mirror_warns_and_proceed
 	cr_assert_null(strstr(b.body, "warning"), "%s", b.body);
 }
 
+Test(gate_lifecycle, alter_sync_of_an_mm2_mirror_names_an_unexempt_mirror_reader)
+{
+	mirror_gate_note_unexempt_reader(g, "source->dest|MirrorSourceConnector-0|replication-consumer");
+	report("audit", 0, 1, 9, 9, NULL);
+	struct answer a = {0};
+	mirror_gate_alter(g, "dr", "audit", MIRROR_SYNC, false, on_answer, &a); /* preserved: not MM2 */
+	await(&a);
+	cr_assert_null(strstr(a.body, "warning"), "%s", a.body);
+	mir.offsets = CONF_OFFSETS_MM2;
+	report("audit2", 0, 1, 9, 9, NULL);
+	struct answer b = {0};
+	mirror_gate_alter(g, "dr", "audit2", MIRROR_SYNC, false, on_answer, &b);
+	await(&b);
+	char msg[1400];
+	cr_assert_str_eq(result0(&b, msg, sizeof(msg)), "PROMOTED", "a warning, not a refusal");
+	cr_assert(strstr(msg, "MirrorSourceConnector-0|replication-consumer") && strstr(msg, "exempt_client_ids"),
+		  "%s", msg);
+}
+
 Test(gate_lifecycle, release_then_automatic_recovery_clears_marker)
 {
 	promote2("orders");
