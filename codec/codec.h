@@ -952,6 +952,30 @@ enum codec_err codec_metadata_response_decode(const struct codec_iov *iov, int n
 void codec_metadata_response_free(struct codec_metadata_response *m);
 
 /* ------------------------------------------------------------------------ */
+/* SASL (the principal a client authenticates as; syncgate only reads)      */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * The user name a client's first SASL message names, for the mechanisms
+ * whose first message carries it: PLAIN ("authzid NUL authcid NUL passwd":
+ * authcid; a non-empty authzid must equal it, as Kafka requires) and
+ * SCRAM-SHA-256/512 (client-first "gs2-header,n=user,r=…", `=2C`/`=3D`
+ * decoded). `auth`/`len`: the raw token (SaslAuthenticate AuthBytes or a
+ * SaslHandshake v0 raw frame). Writes a NUL-terminated name to `out`.
+ * Returns 0, or -1 (other mechanism, a later message, malformed, or longer
+ * than `cap` − 1). Any thread.
+ */
+int codec_sasl_username(const char *mechanism, const uint8_t *auth, size_t len, char *out, size_t cap);
+
+/**
+ * The AuthBytes of a SaslAuthenticate request body (v0–v2: bytes, compact
+ * from v2), copied into `out` (at most `cap` bytes; *n its length). Returns
+ * CODEC_OK, or the reader's error (CODEC_ERR_LIMIT when longer than `cap`).
+ */
+enum codec_err codec_sasl_authenticate_bytes(const struct codec_iov *iov, int niov, int16_t version,
+					     uint8_t *out, size_t cap, size_t *n) CODEC_WUR;
+
+/* ------------------------------------------------------------------------ */
 /* Framing                                                                  */
 /* ------------------------------------------------------------------------ */
 

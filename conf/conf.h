@@ -66,6 +66,12 @@ enum conf_consumers {
 	CONF_CONSUMERS_PASS,  /* answered as the broker does (consumers may see unmirrored records) */
 };
 
+/** How a MirrorMaker 2 mirror reads the source (config `mirrors[].mm2_isolation_level`). */
+enum conf_isolation {
+	CONF_ISOLATION_READ_UNCOMMITTED, /* MM2's default: copies records before their COMMIT */
+	CONF_ISOLATION_READ_COMMITTED,   /* exactly-once MM2: copies only committed records */
+};
+
 /** A `host:port` pair; host is owned by the enclosing conf. */
 struct conf_addr {
 	char *host;
@@ -100,6 +106,7 @@ struct conf_mirror {
 	enum conf_progress progress;
 	int poll_interval_ms;       /* default 5 */
 	char *mm2_offset_syncs_topic; /* default "mm2-offset-syncs.<name>.internal" */
+	enum conf_isolation mm2_isolation_level; /* as MM2 is configured (told, not detected) */
 	char **sync_topics;         /* POSIX extended regexes, anchored (whole name) */
 	size_t nsync_topics;
 	int sync_topic_demote_timeout_ms; /* CONF_DEMOTE_TIMEOUT_MS by default */
@@ -150,6 +157,9 @@ struct conf {
 	char **consumers_exempt_client_ids;   /* consumers.exempt_client_ids (anchored EREs) */
 	size_t nconsumers_exempt_client_ids;
 	void *consumers_exempt_re;            /* compiled; use conf_consumer_exempt() */
+	char **consumers_exempt_principals;   /* consumers.exempt_principals (anchored EREs) */
+	size_t nconsumers_exempt_principals;
+	void *consumers_exempt_principals_re; /* compiled; use conf_consumer_exempt_principal() */
 
 	char *state_topic;          /* default "__syncgate_state" */
 	int state_replication_factor; /* default 3 */
@@ -230,6 +240,15 @@ bool conf_prop_name_sensitive(const char *name);
 
 /** True when `client_id` matches consumers.exempt_client_ids (NULL never does). Any thread. */
 bool conf_consumer_exempt(const struct conf *c, const char *client_id);
+
+/**
+ * True when a client's principal matches consumers.exempt_principals: a
+ * pattern matches the whole RFC 2253 subject of its TLS certificate
+ * (`subject`, e.g. "CN=mm2,O=Example", Kafka's default SSL principal name) or
+ * a name alone (`name`: the certificate's common name, or the SASL user).
+ * Either may be NULL. Any thread.
+ */
+bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *name);
 
 /** In `mirrors[].topic_name`: the source topic name. */
 #define CONF_TOPIC_KEY "{topic}"

@@ -301,7 +301,9 @@ static void set_regexes(struct loader *L, const struct conf_setting *s, yaml_nod
 	*(size_t *)((char *)base + s->count_offset) = ok;
 	if (strncmp(s->path, "mirrors[].", 10) == 0)
 		((struct conf_mirror *)base)->sync_topics_re = res;
-	else /* consumers.exempt_client_ids, the only top-level regex list */
+	else if (!strcmp(s->path, "consumers.exempt_principals"))
+		((struct conf *)base)->consumers_exempt_principals_re = res;
+	else /* consumers.exempt_client_ids */
 		((struct conf *)base)->consumers_exempt_re = res;
 }
 
@@ -792,6 +794,14 @@ void conf_free(struct conf *c)
 	}
 	free(c->consumers_exempt_client_ids);
 	free(cres);
+	regex_t *pres = c->consumers_exempt_principals_re;
+	for (size_t j = 0; j < c->nconsumers_exempt_principals; j++) {
+		free(c->consumers_exempt_principals[j]);
+		if (pres)
+			regfree(&pres[j]);
+	}
+	free(c->consumers_exempt_principals);
+	free(pres);
 	free(c->gate_timeout_answers);
 	free(c->state_topic);
 	free_props(c->source_props, c->nsource_props);
@@ -804,6 +814,16 @@ void conf_free(struct conf *c)
 bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
 {
 	return m && conf_topic_regexes_match(m->sync_topics_re, m->nsync_topics, topic);
+}
+
+bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *name)
+{
+	regex_t *res = c ? c->consumers_exempt_principals_re : NULL;
+	for (size_t i = 0; res && i < c->nconsumers_exempt_principals; i++)
+		if ((subject && regexec(&res[i], subject, 0, NULL, 0) == 0) ||
+		    (name && regexec(&res[i], name, 0, NULL, 0) == 0))
+			return true;
+	return false;
 }
 
 bool conf_consumer_exempt(const struct conf *c, const char *client_id)

@@ -233,6 +233,7 @@ static const char *const progress_names[] = { "poll", "tail", NULL };
 static const char *const acks1_names[] = { "pass", "gate", NULL };
 static const char *const v14_names[] = { "auto", "never", NULL };
 static const char *const consumers_names[] = { "clamp", "pass", NULL };
+static const char *const isolation_names[] = { "read_uncommitted", "read_committed", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
 
 _Static_assert(sizeof(enum conf_mode) == sizeof(int), "enums are stored as int");
@@ -393,6 +394,13 @@ const struct conf_setting conf_settings[] = {
 	  "mirror tools that read the source through syncgate (e.g. MirrorMaker 2's "
 	  "`.*MirrorSourceConnector.*`), or they could never catch up. A client whose id looks like MirrorMaker's "
 	  "and is not exempt is logged once (`consumer_clamp_mirror_reader`)." },
+	{ "consumers.exempt_principals", CONF_T_REGEXES, C(consumers_exempt_principals), C(nconsumers_exempt_principals), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
+	  "Principals never clamped, POSIX extended regular expressions matched against the whole name. TLS (with "
+	  "`listen.tls.client_ca`: the client's verified certificate): the subject in RFC 2253 form (as Kafka's "
+	  "default SSL principal, e.g. `CN=mm2,OU=dr,O=Example`) or its common name alone (`mm2`). SASL PLAIN and "
+	  "SCRAM: the user name, read from the client's first SASL message and taken once the broker accepted it "
+	  "(syncgate passes SASL through; GSSAPI and OAUTHBEARER users are not known to it). For mirror tools "
+	  "identified by credentials rather than client id." },
 
 	{ "mirrors", CONF_T_LIST, C(mirrors), C(nmirrors), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
 	  "The registered mirrors (destination clusters), a list; names must be unique. Empty or absent: "
@@ -422,6 +430,13 @@ const struct conf_setting conf_settings[] = {
 	  "With `offsets: mm2`: MirrorMaker 2's offset-syncs topic, read on the source cluster. "
 	  "Default `mm2-offset-syncs.<name>.internal`, which is MM2's own default when this mirror's `name` equals "
 	  "the MM2 target cluster alias; set it when they differ." },
+	{ "mirrors[].mm2_isolation_level", CONF_T_ENUM, M(mm2_isolation_level), 0, CONF_F_LIVE, 0, 0, "read_uncommitted", isolation_names, NULL,
+	  "With `offsets: mm2`: the isolation level MirrorMaker 2's source consumer runs with (MM2's "
+	  "`source.consumer.isolation.level`; exactly-once MM2 needs `read_committed`). syncgate cannot see it, so say "
+	  "it here (when MM2 reads through syncgate, an exempt reader fetching read_committed against this setting is "
+	  "logged: `mirror_reader_read_committed`). `read_committed` with a SYNC topic: a transactional producer's commit can never happen (its data "
+	  "acks wait for the mirror, the mirror waits for the COMMIT), so syncgate warns when such a topic is altered to "
+	  "SYNC or registered SYNC at start (`mirror_mm2_read_committed_sync`); see docs/operating.md, Transactions." },
 	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), W, 0, 0, NULL, NULL, NULL,
 	  "Topics whose desired type is SYNC while the state log has no entry for them: a list of POSIX extended "
 	  "regular expressions, each matched against the whole topic name." },

@@ -115,6 +115,24 @@ struct mirror_link {
 	struct metric *m_lag_total;
 };
 
+/*
+ * True when `l` is a MirrorMaker 2 mirror configured as reading the source
+ * read_committed (mirrors[].mm2_isolation_level): a SYNC topic of it can never
+ * see a transactional producer's commit (the data acks wait for MM2, MM2 waits
+ * for the COMMIT). Loop thread.
+ */
+static inline bool mirror_link_txn_hazard(const struct mirror_link *l)
+{
+	return l->cm && l->cm->offsets == CONF_OFFSETS_MM2 &&
+	       l->cm->mm2_isolation_level == CONF_ISOLATION_READ_COMMITTED;
+}
+
+/* The hazard in words, for logs and admin answers. */
+#define MIRROR_TXN_HAZARD_TEXT                                                                   \
+	"MirrorMaker 2 reads read_committed (mm2_isolation_level): transactional producers' "   \
+	"commits on this SYNC topic can time out (their data acks wait for MM2, MM2 waits for " \
+	"the COMMIT); run MM2 read_uncommitted or keep transactional topics ASYNC"
+
 struct mirror_wait {
 	struct mirror_gate *g;
 	struct mirror_wait_part *parts;
@@ -136,6 +154,7 @@ struct mirror_wait {
 };
 
 struct mirror_gate {
+	char unexempt_reader[128];  /* last mirror-tool-looking client id fetching unexempt ("" none) */
 	struct event_base *base;
 	const struct conf *conf;
 	unsigned flags;

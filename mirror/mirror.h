@@ -88,6 +88,14 @@ int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf);
 bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic);
 
 /**
+ * A client whose id looks like a mirror tool (MirrorMaker 2) fetched through
+ * syncgate without an exemption (consumers.exempt_client_ids/_principals):
+ * `client_id` (copied) goes into the answer of a later --alter --sync of an
+ * `offsets: mm2` mirror, as a compatibility warning. Loop thread.
+ */
+void mirror_gate_note_unexempt_reader(struct mirror_gate *g, const char *client_id);
+
+/**
  * The name of a mirror whose failover fence refuses Produce to `topic` now
  * (syncgate-ctl failover; lifted by unfence), or NULL. While the state log
  * is still being read, a fence seen in its history counts (fail closed).

@@ -56,7 +56,7 @@ struct mirror_op {
 	bool answered;
 	int status;
 	char *body;
-	char warning[400];
+	char warning[800];
 	struct mirror_probe *probe; /* while the compat probe runs */
 };
 
@@ -200,7 +200,7 @@ static void op_check(struct mirror_op *op, int64_t now)
 	if (all) {
 		json_t *topics = json_array();
 		for (size_t i = 0; i < op->nitems; i++) {
-			char msg[800];
+			char msg[1400];
 			/* the warning in each message too: syncgate-ctl's table prints messages */
 			snprintf(msg, sizeof(msg), "%s%s%s%s", op->items[i].message, op->warning[0] ? " (warning: " : "",
 				 op->warning, op->warning[0] ? ")" : "");
@@ -456,8 +456,10 @@ void mirror_ops_probe_done(struct mirror_gate *g, struct mirror_probe *p)
 		if (p->result == 1) {
 			op_error(op, 409, "%s", p->message);
 		} else {
-			if (p->result == 2)
-				snprintf(op->warning, sizeof(op->warning), "%s", p->message);
+			if (p->result == 2) { /* after a warning set at the call, if any */
+				size_t n = strlen(op->warning);
+				snprintf(op->warning + n, sizeof(op->warning) - n, "%s%s", n ? "; " : "", p->message);
+			}
 			op_submit(op);
 		}
 	}
@@ -503,13 +505,34 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
 	struct mirror_link *l = mirror ? mirror_link_find(g, mirror) : NULL;
 	if (!l) {
 		op_error(op, 404, "unknown mirror %s (not in this sidecar's config)", mirror ? mirror : "(none)");
-	} else if (!topic_name_ok(topic)) {
+		return op;
+	}
+	if (!topic_name_ok(topic)) {
 		op_error(op, 400, "invalid topic name \"%s\"", topic ? topic : "");
-	} else if (!g->state_ready) {
+		return op;
+	}
+	if (!g->state_ready) {
 		op_error(op, 503, "the state log is not read yet (sidecar starting); retry");
-	} else if (op_add_item(op, l->name, topic) != 0) {
+		return op;
+	}
+	if (op_add_item(op, l->name, topic) != 0) {
 		op_error(op, 500, "out of memory");
-	} else if (type == MIRROR_SYNC && g->log) {
+		return op;
+	}
+	if (type == MIRROR_SYNC && mirror_link_txn_hazard(l)) {
+		/* a warning, not a refusal: topics without transactions are fine */
+		snprintf(op->warning, sizeof(op->warning), "%s", MIRROR_TXN_HAZARD_TEXT);
+		LOG_W("mirror_mm2_read_committed_sync", "mirror=%s topic=%s reason=\"altered to SYNC: "
+		      MIRROR_TXN_HAZARD_TEXT "\"", l->name, topic);
+	}
+	if (type == MIRROR_SYNC && l->cm->offsets == CONF_OFFSETS_MM2 && g->unexempt_reader[0]) {
+		size_t n = strlen(op->warning);
+		snprintf(op->warning + n, sizeof(op->warning) - n, "%sclient %s, which looks like MirrorMaker 2, "
+			 "reads the source through syncgate without an exemption: once the topic is SYNC its "
+			 "fetches are clamped and the mirror cannot move (consumers.exempt_client_ids)",
+			 n ? "; " : "", g->unexempt_reader);
+	}
+	if (type == MIRROR_SYNC && g->log) {
 		if (probe_start(op, l, topic) != 0)
 			op_error(op, 500, "cannot start the compatibility probe");
 	} else {

@@ -26,6 +26,9 @@ static void tstate_set_effective(struct mirror_tstate *t, enum mirror_type to, c
 	t->ls.effective = to;
 	t->pending_logged = false;
 	mirror_tstate_metrics(t);
+	if (to == MIRROR_SYNC && mirror_link_txn_hazard(t->link))
+		LOG_W("mirror_mm2_read_committed_sync", "mirror=%s topic=%s reason=\"" MIRROR_TXN_HAZARD_TEXT "\"",
+		      t->link->name, t->topic);
 }
 
 /* Config reload: sync_topics set the desired type only while the state log

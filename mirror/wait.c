@@ -520,6 +520,12 @@ bool mirror_gate_any_fenced(struct mirror_gate *g)
 	return g->nfenced > 0;
 }
 
+void mirror_gate_note_unexempt_reader(struct mirror_gate *g, const char *client_id)
+{
+	if (g && client_id)
+		snprintf(g->unexempt_reader, sizeof(g->unexempt_reader), "%s", client_id);
+}
+
 bool mirror_gate_is_gated(struct mirror_gate *g, const char *topic)
 {
 	for (size_t i = 0; i < g->nlinks; i++) {

@@ -17,13 +17,18 @@
  * passes; then it is clamped again — with the HW of that moment — and sent.
  *
  * Exempt (never clamped): consumers.clamp: pass, client ids matching
- * consumers.exempt_client_ids (mirror tools reading the source), and mirrors
+ * consumers.exempt_client_ids (mirror tools reading the source), clients
+ * whose verified TLS certificate or broker-accepted SASL PLAIN/SCRAM user
+ * matches consumers.exempt_principals, and mirrors
  * with `consumers: pass` do not count. ShareFetch is not clamped (documented
  * exception, counted). Loop thread.
  */
 #include <regex.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/bufferevent_ssl.h>
 
 #include "proxy/proxy.h"
 
@@ -82,7 +87,8 @@ static void clamp_metrics_init(void)
 			       "", NULL, 0);
 	m_exempt = metric_get(METRIC_COUNTER, "syncgate_consumer_exempt_requests_total",
 			      "Consumer requests not clamped because their client id is in "
-			      "consumers.exempt_client_ids.", "", NULL, 0);
+			      "consumers.exempt_client_ids or their TLS certificate matches "
+			      "consumers.exempt_principals.", "", NULL, 0);
 }
 
 /* Clamp distance (broker HW − mirrored HW) of the last clamped answer, per topic. */
@@ -116,6 +122,7 @@ static bool looks_like_mirror_reader(const char *id)
 /* Warn once per client id (a bounded set of ids is remembered). */
 static void warn_mirror_reader(struct proxy_conn *c, const char *id)
 {
+	mirror_gate_note_unexempt_reader(c->srv->gate, id); /* for --alter --sync's answer */
 	static char *seen[64];
 	static size_t nseen;
 	for (size_t i = 0; i < nseen; i++)
@@ -129,13 +136,82 @@ static void warn_mirror_reader(struct proxy_conn *c, const char *id)
 	      "its client id to consumers.exempt_client_ids\"", (unsigned long long)c->id, c->peer, id);
 }
 
-/* Whether a request of this client is clamped at all. */
+/*
+ * Whether the client's principal matches consumers.exempt_principals: its
+ * verified TLS certificate (subject or CN) or the SASL user the broker
+ * accepted (response.c). Decided once per config and principal.
+ */
+static bool principal_exempt(struct proxy_conn *c)
+{
+	const struct conf *cf = c->srv->conf;
+	if (!cf->nconsumers_exempt_principals || !c->client)
+		return false;
+	if (c->principal_exempt_gen == c->srv->conf_gen + 1)
+		return c->principal_exempt;
+	char subject[512] = "", cn[256] = "";
+	bool tls = c->srv->client_tls &&
+		   proxy_tls_peer_subject(bufferevent_openssl_get_ssl(c->client), subject, sizeof(subject), cn,
+					  sizeof(cn)) == 0;
+	bool by_tls = tls && conf_consumer_exempt_principal(cf, subject, cn);
+	bool by_sasl = !by_tls && c->sasl_principal[0] &&
+		       conf_consumer_exempt_principal(cf, NULL, c->sasl_principal);
+	c->principal_exempt = by_tls || by_sasl;
+	c->principal_exempt_gen = c->srv->conf_gen + 1;
+	if (by_tls)
+		LOG_I("consumer_clamp_exempt_principal", "conn=%llu peer=%s subject=\"%s\" reason=\"the TLS "
+		      "certificate matches consumers.exempt_principals: its fetches are not clamped\"",
+		      (unsigned long long)c->id, c->peer, subject);
+	else if (by_sasl)
+		LOG_I("consumer_clamp_exempt_principal", "conn=%llu peer=%s sasl_user=\"%s\" reason=\"the SASL "
+		      "user matches consumers.exempt_principals: its fetches are not clamped\"",
+		      (unsigned long long)c->id, c->peer, c->sasl_principal);
+	return c->principal_exempt;
+}
+
+/*
+ * An exempt mirror reader fetching read_committed (an exactly-once MirrorMaker
+ * 2): transactional producers' commits on its SYNC topics can never happen
+ * (docs/operating.md, Transactions). Warned once per client id, since an
+ * `offsets: mm2` mirror is configured as read_uncommitted (the default) —
+ * then syncgate did not warn at --sync. Loop thread.
+ */
+static void note_read_committed_reader(struct proxy_conn *c, const char *id)
+{
+	const struct conf *cf = c->srv->conf;
+	const char *mirror = NULL;
+	for (size_t m = 0; m < cf->nmirrors && !mirror; m++)
+		if (cf->mirrors[m].offsets == CONF_OFFSETS_MM2 &&
+		    cf->mirrors[m].mm2_isolation_level != CONF_ISOLATION_READ_COMMITTED)
+			mirror = cf->mirrors[m].name;
+	if (!mirror)
+		return;
+	static char *seen[64];
+	static size_t nseen;
+	for (size_t i = 0; i < nseen; i++)
+		if (!strcmp(seen[i], id))
+			return;
+	if (nseen < sizeof(seen) / sizeof(seen[0]))
+		seen[nseen++] = strdup(id);
+	LOG_W("mirror_reader_read_committed", "conn=%llu peer=%s client_id=\"%s\" mirror=%s reason=\"an exempt "
+	      "mirror reader fetches read_committed, but mirror %s is configured mm2_isolation_level: "
+	      "read_uncommitted; if this is its MirrorMaker 2, transactional producers' commits on its SYNC topics "
+	      "time out (their data acks wait for MM2, MM2 waits for the COMMIT): run MM2 read_uncommitted, or "
+	      "set mm2_isolation_level: read_committed to be warned at --sync\"", (unsigned long long)c->id,
+	      c->peer, id, mirror, mirror);
+}
+
+/* Whether a request of this client is clamped at all; *exempt_id: the client
+ * id when it is exempt by consumers.exempt_client_ids (else left alone). */
 static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, int niov,
-			   const struct codec_request_header *h)
+			   const struct codec_request_header *h, char *exempt_id, size_t cap)
 {
 	const struct conf *cf = c->srv->conf;
 	if (cf->consumers_clamp != CONF_CONSUMERS_CLAMP || cf->nmirrors == 0)
 		return false;
+	if (principal_exempt(c)) {
+		metric_add(m_exempt, 1);
+		return false;
+	}
 	if (h->client_id.len <= 0)
 		return true;
 	char id[256];
@@ -147,6 +223,7 @@ static bool client_clamped(struct proxy_conn *c, const struct codec_iov *iov, in
 	id[n] = '\0';
 	if (conf_consumer_exempt(cf, id)) {
 		metric_add(m_exempt, 1);
+		snprintf(exempt_id, cap, "%s", id);
 		return false;
 	}
 	if (looks_like_mirror_reader(id))
@@ -197,8 +274,17 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 	int niov = proxy_buf_iov(in, 4, len, iov, PROXY_MAX_IOV);
 	if (niov < 0)
 		return -1;
-	if (!client_clamped(c, iov, niov, h))
+	char exempt_id[256] = "";
+	if (!client_clamped(c, iov, niov, h, exempt_id, sizeof(exempt_id))) {
+		struct codec_iov ebody[PROXY_MAX_IOV];
+		struct codec_fetch_request_info fi;
+		int n = exempt_id[0] && key == CODEC_API_FETCH ? codec_iov_skip(iov, niov, h->len, ebody, PROXY_MAX_IOV)
+							       : -1;
+		if (n >= 0 && codec_fetch_request_info(ebody, n, version, &fi) == CODEC_OK &&
+		    fi.replica_id < 0 && fi.isolation_level == 1)
+			note_read_committed_reader(c, exempt_id);
 		return 0;
+	}
 	if (key == CODEC_API_SHARE_FETCH) {
 		metric_add(m_share, 1);
 		return 0;

@@ -8,6 +8,7 @@
  * −1 and a message naming the mirror, and the response becomes READY.
  * Broker errors pass unchanged and are never held. Loop thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,8 +116,9 @@ static bool any_topic_gated(struct proxy_conn *c, const struct proxy_produce_sum
  * A transactional batch (RecordBatch attributes bit 4) that timed out
  * waiting for an `offsets: mm2` mirror: an MM2 that copies only committed
  * records (exactly-once, read_committed) waits for a COMMIT the producer
- * cannot send before these acks — a deadlock (README, Transactions). Warns
- * at most once a minute.
+ * cannot send before these acks — a deadlock (README, Transactions).
+ * Counted every time (syncgate_mirror_transactional_batch_timeouts_total,
+ * per mirror); logged at most once a minute.
  */
 static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t i)
 {
@@ -124,7 +126,7 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 	const struct mirror_wait_part *wp = &e->parts[i];
 	const char *kept;
 	const struct proxy_produce_part *q = request_partition(c, e->produce, wp->topic, wp->partition, &kept);
-	if (!q || !q->transactional || mirror_now_ms() - last_ms < 60000)
+	if (!q || !q->transactional)
 		return;
 	const struct conf *cf = c->srv->conf;
 	for (size_t m = 0; m < cf->nmirrors; m++) {
@@ -134,6 +136,16 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 		if (mi->offsets != CONF_OFFSETS_MM2 || !n || strncmp(wp->message, "mirror ", 7) ||
 		    strncmp(wp->message + 7, mi->name, n) || wp->message[7 + n] != ':')
 			continue;
+		char name[160], labels[200];
+		metric_label_escape(name, sizeof(name), mi->name);
+		snprintf(labels, sizeof(labels), "mirror=\"%s\"", name);
+		metric_add(metric_get(METRIC_COUNTER, "syncgate_mirror_transactional_batch_timeouts_total",
+				      "Held transactional Produce partitions (RecordBatch isTransactional) that "
+				      "timed out waiting for an offsets: mm2 mirror; a MirrorMaker 2 reading "
+				      "read_committed cannot copy them before the COMMIT that waits for their "
+				      "acks (log gate_txn_timeout_mm2).", labels, NULL, 0), 1);
+		if (mirror_now_ms() - last_ms < 60000)
+			return;
 		LOG_W("gate_txn_timeout_mm2", "conn=%llu topic=%s partition=%d mirror=%s hint=\"a held "
 		      "transactional batch timed out waiting for a MirrorMaker 2 mirror: if MM2 reads "
 		      "read_committed (exactly-once), it waits for the COMMIT that waits for these acks; "

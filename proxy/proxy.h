@@ -97,6 +97,8 @@ struct proxy_entry {
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
 	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
+	bool sasl_auth;            /* SaslAuthenticate naming a user (conn sasl_user): its answer
+				    * confirms the principal */
 	/* HELD */
 	struct proxy_conn *conn;               /* back pointer for the gate's callback */
 	uint8_t *raw;                          /* the broker's response frame body (header
@@ -202,6 +204,12 @@ struct proxy_conn {
 	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
 	char client_version[32];       /* ClientSoftwareVersion */
 	bool client_named;             /* client_name came from ApiVersions v3+ */
+	char sasl_mech[32];            /* the last SaslHandshake's mechanism ("" none) */
+	char sasl_user[128];           /* named in the client's first SASL message, not confirmed */
+	char sasl_principal[128];      /* sasl_user once the broker accepted it ("" none) */
+	bool principal_exempt;         /* TLS certificate or SASL user matches consumers.exempt_principals */
+	uint64_t principal_exempt_gen; /* srv->conf_gen + 1 it was decided under (0: decide again):
+					* once per config and principal, which rarely change */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -228,6 +236,7 @@ struct proxy_server {
 	struct event_base *base;
 	struct evdns_base *dns;        /* upstream host names */
 	const struct conf *conf;       /* borrowed; swapped on reload */
+	uint64_t conf_gen;             /* incremented at every applied reload */
 	struct mirror_gate *gate;      /* borrowed */
 	struct proxy_listener_list listeners;
 	struct proxy_conn_list conns;
@@ -503,6 +512,13 @@ SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t, const char *section);
  * 0, or -1. Any thread.
  */
 int proxy_tls_client_name(SSL *ssl, const char *host, bool verify);
+/**
+ * The verified peer certificate of `ssl` (the listener's mTLS client): its
+ * subject in RFC 2253 form into `subject` and its first common name into `cn`
+ * (each NUL-terminated, truncated to its capacity; "" when absent). 0, or -1
+ * when there is no verified certificate (both then ""). Loop thread.
+ */
+int proxy_tls_peer_subject(SSL *ssl, char *subject, size_t subject_cap, char *cn, size_t cn_cap);
 
 /* admin.c: /metrics, /healthz, /readyz and the admin API */
 struct proxy_admin;

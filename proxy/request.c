@@ -8,6 +8,7 @@
  * syncgate's own Metadata request (an INTERNAL entry) so the gate can name
  * the topic when the response comes. Loop thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,6 +208,16 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_SASL_RAW);
 		if (!e)
 			return -1;
+		if (!c->sasl_user[0] && len <= 1024) { /* the first token names the user */
+			uint8_t tok[1024];
+			struct codec_iov whole[PROXY_MAX_IOV];
+			int nwhole = proxy_buf_iov(in, 4, len, whole, PROXY_MAX_IOV); /* iov: 512 B at most */
+			struct codec_reader r;
+			codec_reader_init(&r, whole, nwhole > 0 ? nwhole : 0);
+			codec_read_raw(&r, tok, len);
+			if (nwhole >= 0 && r.err == CODEC_OK)
+				(void)codec_sasl_username(c->sasl_mech, tok, len, c->sasl_user, sizeof(c->sasl_user));
+		}
 		if (c->sasl_raw_left > 0)
 			c->sasl_raw_left--;
 		forward(c, in, len);
@@ -234,14 +245,30 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	e->correlation_id = h.correlation_id;
 	e->api_key = h.api_key;
 	e->api_version = e->client_version = h.api_version;
-	if (h.api_key == CODEC_API_SASL_HANDSHAKE && h.api_version == 0) {
-		/* SaslHandshake v0: Mechanism is the only field (int16 length + bytes) */
+	if (h.api_key == CODEC_API_SASL_HANDSHAKE && h.api_version <= 1) {
+		/* SaslHandshake v0–v1: Mechanism is the only field (int16 length + bytes) */
 		niov = proxy_buf_iov(in, 4 + h.len, len - h.len, iov, PROXY_MAX_IOV);
 		struct codec_reader r;
 		if (niov < 0)
 			return -1;
 		codec_reader_init(&r, iov, niov);
-		e->sasl_mechanism = codec_read_str(&r, false);
+		char *mech = codec_read_str(&r, false);
+		snprintf(c->sasl_mech, sizeof(c->sasl_mech), "%s", mech ? mech : "");
+		c->sasl_user[0] = '\0'; /* a new authentication (also KIP-368 re-authentication) */
+		if (h.api_version == 0)
+			e->sasl_mechanism = mech;
+		else
+			free(mech);
+	}
+	if (h.api_key == CODEC_API_SASL_AUTHENTICATE && !c->sasl_user[0]) {
+		/* the first SaslAuthenticate of PLAIN/SCRAM names the user (consumers.exempt_principals) */
+		uint8_t tok[1024];
+		size_t n;
+		niov = proxy_buf_iov(in, 4 + h.len, len - h.len, iov, PROXY_MAX_IOV);
+		if (niov >= 0 &&
+		    codec_sasl_authenticate_bytes(iov, niov, h.api_version, tok, sizeof(tok), &n) == CODEC_OK &&
+		    codec_sasl_username(c->sasl_mech, tok, n, c->sasl_user, sizeof(c->sasl_user)) == 0)
+			e->sasl_auth = true;
 	}
 	if (proxy_clamp_request(c, e, in, len, &h) < 0)
 		return -1;

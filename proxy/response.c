@@ -164,6 +164,21 @@ static struct proxy_entry *in_flight_head(struct proxy_conn *c, size_t len)
 	return NULL;
 }
 
+/*
+ * The broker accepted the SASL message that named c->sasl_user: that user is
+ * the connection's principal (consumers.exempt_principals). Sound because a
+ * SASL listener serves no other request before authentication succeeds and
+ * closes the connection when it fails; a listener without SASL never
+ * answers SaslAuthenticate with ErrorCode 0.
+ */
+static void sasl_principal_confirmed(struct proxy_conn *c)
+{
+	if (!c->sasl_user[0] || !strcmp(c->sasl_principal, c->sasl_user))
+		return;
+	snprintf(c->sasl_principal, sizeof(c->sasl_principal), "%s", c->sasl_user);
+	c->principal_exempt_gen = 0; /* decide the exemption again */
+}
+
 int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
 	response_metrics_init();
@@ -178,6 +193,8 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		return 0;
 	}
 	if (e->kind == PROXY_ENTRY_SASL_RAW) {
+		/* the broker answered a raw token (a failed one closes instead) */
+		sasl_principal_confirmed(c);
 		respond_unchanged(c, e, in, len);
 		return 0;
 	}
@@ -210,7 +227,7 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	int16_t key = e->api_key, version = e->api_version;
 	bool endpoints = codec_response_has_endpoints(key, version);
 	bool sasl_v0 = key == CODEC_API_SASL_HANDSHAKE && version == 0;
-	bool want_body = endpoints || key == CODEC_API_API_VERSIONS || sasl_v0 ||
+	bool want_body = endpoints || key == CODEC_API_API_VERSIONS || sasl_v0 || e->sasl_auth ||
 			 (key == CODEC_API_PRODUCE && e->produce);
 	if (!want_body) {
 		respond_unchanged(c, e, in, len);
@@ -229,6 +246,15 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 			c->sasl_raw = true;
 			c->sasl_raw_left = proxy_sasl_raw_exchanges(e->sasl_mechanism);
 		}
+		respond_unchanged(c, e, in, len);
+		return 0;
+	}
+	if (e->sasl_auth) {
+		/* SaslAuthenticate: ErrorCode first */
+		struct codec_reader r;
+		codec_reader_init(&r, iov, niov);
+		if (codec_read_i16(&r) == 0 && r.err == CODEC_OK)
+			sasl_principal_confirmed(c);
 		respond_unchanged(c, e, in, len);
 		return 0;
 	}
@@ -290,7 +316,7 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 	if (e->kind == PROXY_ENTRY_KAFKA) {
 		int16_t key = e->api_key, version = e->api_version;
 		bool fetch_tail = key == CODEC_API_FETCH && codec_response_has_endpoints(key, version);
-		if (e->clamp || (key == CODEC_API_PRODUCE && e->produce) ||
+		if (e->clamp || e->sasl_auth || (key == CODEC_API_PRODUCE && e->produce) ||
 		    key == CODEC_API_API_VERSIONS || key == CODEC_API_SASL_HANDSHAKE ||
 		    (codec_response_has_endpoints(key, version) && !fetch_tail))
 			return 2; /* rewritten: buffered whole (limits.max_frame_bytes) */

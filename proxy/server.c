@@ -120,6 +120,7 @@ int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf)
 		TAILQ_FOREACH(c, &srv->conns, link)
 			proxy_conn_idle_arm(c);
 	}
+	srv->conf_gen++;
 	proxy_server_resume_paused(srv);
 	return 0;
 }

@@ -93,3 +93,30 @@ int proxy_tls_client_name(SSL *ssl, const char *host, bool verify)
 		return X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host) == 1 ? 0 : -1;
 	return SSL_set1_host(ssl, host) == 1 ? 0 : -1;
 }
+
+int proxy_tls_peer_subject(SSL *ssl, char *subject, size_t subject_cap, char *cn, size_t cn_cap)
+{
+	if (subject_cap)
+		subject[0] = '\0';
+	if (cn_cap)
+		cn[0] = '\0';
+	X509 *cert = ssl ? SSL_get1_peer_certificate(ssl) : NULL;
+	if (!cert)
+		return -1;
+	if (SSL_get_verify_result(ssl) != X509_V_OK) {
+		X509_free(cert);
+		return -1;
+	}
+	X509_NAME *name = X509_get_subject_name(cert);
+	BIO *b = BIO_new(BIO_s_mem());
+	/* RFC 2253, as Kafka's default SSL principal (X500Principal.getName()) */
+	if (b && X509_NAME_print_ex(b, name, 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0 && subject_cap) {
+		int n = BIO_read(b, subject, (int)(subject_cap - 1));
+		subject[n > 0 ? n : 0] = '\0';
+	}
+	BIO_free(b);
+	if (cn_cap && X509_NAME_get_text_by_NID(name, NID_commonName, cn, (int)cn_cap) < 0)
+		cn[0] = '\0';
+	X509_free(cert);
+	return 0;
+}

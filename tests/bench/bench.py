@@ -113,7 +113,7 @@ class SG:
     """One syncgate process started by the bench (info logging, own config)."""
 
     def __init__(self, bed: KafkaBed, name: str, source, mirrors=None, state_topic=None,
-                 gate=None, limits=None, env=None, binary=None):
+                 gate=None, limits=None, env=None, binary=None, extra=None):
         bid = source.broker_ids[0]
         self.port, self.admin_port = free_port(), free_port()
         self.name = name
@@ -130,6 +130,7 @@ class SG:
         }
         if limits:
             cfg["limits"] = limits
+        cfg.update(extra or {})  # further top-level sections (e.g. consumers)
         self.bootstrap = f"127.0.0.1:{self.port}"
         path = os.path.join(bed.run_dir, f"{name}.yaml")
         with open(path, "w") as f:

@@ -234,7 +234,7 @@ Test(conf, every_setting_set)
 		"mirrors:\n"
 		"  - name: m2\n    bootstrap: x:1\n    offsets: mm2\n    progress: tail\n    poll_interval_ms: 50\n"
 		"    topic_name: \"src.{topic}\"\n    mm2_offset_syncs_topic: mm2-offset-syncs.east.internal\n"
-		"    sync_topic_demote_timeout_ms: 1000\n"
+		"    sync_topic_demote_timeout_ms: 1000\n    mm2_isolation_level: read_committed\n"
 		"    properties: {linger.ms: 0, enable.idempotence: true, client.id: sg}\n"
 		"state: {topic: sg.state, replication_factor: 1}\n"
 		"admin: {listen: \"0.0.0.0:0\"}\n"
@@ -261,12 +261,36 @@ Test(conf, every_setting_set)
 	cr_expect_eq(m->poll_interval_ms, 50);
 	cr_expect_str_eq(m->topic_name, "src.{topic}");
 	cr_expect_str_eq(m->mm2_offset_syncs_topic, "mm2-offset-syncs.east.internal");
+	cr_expect_eq(m->mm2_isolation_level, CONF_ISOLATION_READ_COMMITTED);
 	cr_assert_eq(m->nprops, 3);
 	cr_expect_str_eq(m->props[0].value, "0", "numbers stringified as written");
 	cr_expect_str_eq(m->props[1].value, "true", "booleans stringified as written");
 	cr_expect_str_eq(c->state_topic, "sg.state");
 	cr_expect_eq(c->admin_listen.port, 0);
 	cr_expect_eq(c->log_level, LOG_DEBUG);
+	conf_free(c);
+}
+
+Test(conf, exempt_principals_match_the_subject_or_its_cn)
+{
+	struct conf *c = load_ok(
+		"listen: {kafka: \"127.0.0.1:7000\", tls: {cert: /dev/null, key: /dev/null, client_ca: /dev/null}}\n"
+		"upstream: {broker: \"b1:9092\"}\n"
+		"consumers:\n  exempt_principals: [\"mm2-.*\", \"CN=linker,O=Example\"]\n");
+	cr_assert_eq(c->nconsumers_exempt_principals, 2);
+	static const struct { const char *subject, *cn; bool want; } cases[] = {
+		{ "CN=mm2-east,O=Example", "mm2-east", true },  /* by CN */
+		{ "CN=linker,O=Example", "linker", true },      /* by the whole subject */
+		{ "CN=linker,O=Other", "linker", false },
+		{ "CN=xmm2-east", "xmm2-east", false },         /* anchored */
+		{ "O=Example,CN=mm2-a", NULL, false },          /* the subject must match whole */
+		{ NULL, "mm2-a", true },
+		{ NULL, NULL, false },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(conf_consumer_exempt_principal(c, cases[i].subject, cases[i].cn), cases[i].want,
+			     "%s / %s", cases[i].subject ? cases[i].subject : "(null)", cases[i].cn ? cases[i].cn : "(null)");
+	cr_expect_not(conf_consumer_exempt_principal(NULL, "CN=mm2-a", "mm2-a"));
 	conf_free(c);
 }
 

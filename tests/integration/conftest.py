@@ -136,11 +136,12 @@ def make_testmirror(bed, request):
 def make_mm2(bed, request):
     made: list[Mirror] = []
 
-    def factory(topics_regex, name=None, source=None, dest=None, rf=1, props=None) -> Mirror:
+    def factory(topics_regex, name=None, source=None, dest=None, rf=1, props=None,
+                source_bootstrap=None) -> Mirror:
         src = source or request.getfixturevalue("source")
         dst = dest or request.getfixturevalue("dest")
         m = bed.start_mm2(name or f"mm2-{uuid.uuid4().hex[:6]}", src, dst, topics_regex,
-                          rf=rf, props=props)
+                          rf=rf, props=props, source_bootstrap=source_bootstrap)
         made.append(m)
         return m
 

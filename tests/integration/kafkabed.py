@@ -156,11 +156,15 @@ class KafkaBed:
         return m
 
     def start_mm2(self, name: str, source: "Cluster", dest: "Cluster", topics_regex: str,
-                  rf: int = 1, props: Optional[dict] = None, timeout: float = 120) -> "Mirror":
+                  rf: int = 1, props: Optional[dict] = None, timeout: float = 120,
+                  source_bootstrap: Optional[str] = None) -> "Mirror":
         """Start MirrorMaker 2 (dedicated mode, aliases source/dest, identity
         policy, offset.lag.max=0) for topics matching `topics_regex`. Its
-        offset-syncs topic is MM2_OFFSET_SYNCS_TOPIC on the source cluster."""
-        args = ["start", name, "--from", source.name, "--to", dest.name,
+        offset-syncs topic is MM2_OFFSET_SYNCS_TOPIC on the source cluster.
+        source_bootstrap: MM2 reads (and writes its offset-syncs to) the source
+        at this address instead, e.g. through syncgate."""
+        src = ["--source", source_bootstrap] if source_bootstrap else ["--from", source.name]
+        args = ["start", name, *src, "--to", dest.name,
                 "--topics", topics_regex, "--rf", str(rf), "--timeout", str(int(timeout))]
         for k, v in (props or {}).items():
             args += ["--prop", f"{k}={v}"]

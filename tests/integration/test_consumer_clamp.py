@@ -301,3 +301,56 @@ def test_two_mirrors_slower_one_clamps_released_never(make_syncgate, make_testmi
 
 def sg_bed(cluster):
     return cluster.bed
+
+
+def ssl_consume(bootstrap, topic, ssl: dict, seconds, expect, client_id) -> list:
+    """confluent_consume over TLS: [(time, offset, value)] of partition 0 from the beginning."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"clamp-{client_id}",
+                  "client.id": client_id, "enable.auto.commit": False, "fetch.wait.max.ms": 500,
+                  "enable.partition.eof": False, **ssl})
+    out: list = []
+    try:
+        c.assign([TopicPartition(topic, 0, 0)])
+        end = time.monotonic() + seconds
+        while len(out) < expect and time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is None or m.error():
+                continue
+            out.append((time.time(), m.offset(), m.value()))
+    finally:
+        c.close()
+    return out
+
+
+def test_exempt_tls_principal_is_not_clamped(make_syncgate, make_testmirror, source, dest, topic_name, bed):
+    """consumers.exempt_principals: a client whose verified certificate
+    (listen.tls.client_ca) matches by common name reads past the mirrored HW;
+    another client of the same CA, with the same client id, is clamped."""
+    from test_proxy_security import _openssl, make_pki
+    d = os.path.join(bed.run_dir, f"pki-{topic_name}")
+    os.makedirs(d, exist_ok=True)
+    pki = make_pki(d)  # its client certificate: CN=test-client
+    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", "/CN=plain-reader/O=syncgate test",
+             "-keyout", "other.key", "-out", "other.csr", cwd=d)
+    _openssl("x509", "-req", "-in", "other.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+             "-days", "2", "-out", "other.pem", cwd=d)
+    sg, mirror = gated_topic(source, dest, make_syncgate, make_testmirror, topic_name,
+                             listen_tls={"cert": pki["cert"], "key": pki["key"], "client_ca": pki["ca"]},
+                             extra={"consumers": {"exempt_principals": ["test-.*"]}})
+    ssl = {"security.protocol": "SSL", "ssl.ca.location": pki["ca"]}
+    exempt = {**ssl, "ssl.certificate.location": pki["client_cert"], "ssl.key.location": pki["client_key"]}
+    other = {**ssl, "ssl.certificate.location": os.path.join(d, "other.pem"),
+             "ssl.key.location": os.path.join(d, "other.key")}
+    mirror.pause()
+    try:
+        source.produce(topic_name, 3, partition=0, acks=1, enable_idempotence=False)
+        got = ssl_consume(sg.bootstrap, topic_name, exempt, 20, 3, "same-id")
+        assert [o for _, o, _ in got] == [0, 1, 2]
+        assert sg.metric("syncgate_consumer_exempt_requests_total") > 0
+        assert 'subject="CN=test-client"' in sg.log()
+        assert ssl_consume(sg.bootstrap, topic_name, other, 3, 3, "same-id") == []
+        assert sg.metric("syncgate_consumer_records_withheld_total") > 0
+    finally:
+        mirror.resume()
+    got = ssl_consume(sg.bootstrap, topic_name, other, 30, 3, "same-id")
+    assert [o for _, o, _ in got] == [0, 1, 2]

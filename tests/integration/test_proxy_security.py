@@ -19,7 +19,7 @@ from kafkabed import wait_until
 from rawkafka import RawClient, Reader, i16, i32, string
 from sgfixture import make_syncgate  # noqa: F401 - fixture
 
-USERS = {"alice": "alice-secret"}
+USERS = {"alice": "alice-secret", "mm2-reader": "mm2-secret"}
 
 
 def _openssl(*args, cwd):
@@ -296,3 +296,75 @@ def test_kafka_python_sasl_v0(make_syncgate, sec, topic_name, mechanism):
     p.close()
     assert sec.high_watermark(topic_name, 0) == 10
     assert [r.value for r in sec.consume(topic_name, 0)] == [f"kp-{i}".encode() for i in range(10)]
+
+
+@pytest.mark.parametrize("mechanism,client", [("PLAIN", "librdkafka"), ("SCRAM-SHA-256", "kafka-python")])
+def test_exempt_sasl_principal_is_not_clamped(make_syncgate, make_testmirror, sec, dest, topic_name, mechanism,
+                                              client):
+    """consumers.exempt_principals with SASL (issue 14): syncgate reads the
+    user from the client's first SASL message and takes it once the broker
+    accepted it. The exempt user reads past the mirrored HW while the mirror
+    is paused; another user with the same client id is clamped. librdkafka:
+    SaslHandshake v1 + SaslAuthenticate; kafka-python 2.0.2: SaslHandshake v0
+    and raw SCRAM tokens."""
+    from confluent_kafka import Consumer, TopicPartition
+    from sgfixture import mirror_conf
+    from test_gate import effective
+
+    def sasl(user):
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": mechanism,
+                "sasl.username": user, "sasl.password": USERS[user]}
+    def consume(user, seconds, expect):
+        if client == "kafka-python":
+            from kafka import KafkaConsumer
+            from kafka import TopicPartition as KTP
+            k = KafkaConsumer(bootstrap_servers=sg.bootstrap, client_id="same-id", group_id=None,
+                              security_protocol="SASL_PLAINTEXT", sasl_mechanism=mechanism,
+                              sasl_plain_username=user, sasl_plain_password=USERS[user],
+                              enable_auto_commit=False, fetch_max_wait_ms=500)
+            out = []
+            try:
+                k.assign([KTP(topic_name, 0)])
+                k.seek(KTP(topic_name, 0), 0)
+                end = time.monotonic() + seconds
+                while len(out) < expect and time.monotonic() < end:
+                    for recs in k.poll(timeout_ms=200).values():
+                        out += [r.offset for r in recs]
+            finally:
+                k.close()
+            return out
+        c = Consumer({"bootstrap.servers": sg.bootstrap, "group.id": f"sasl-{user}", "client.id": "same-id",
+                      "enable.auto.commit": False, "fetch.wait.max.ms": 500, **sasl(user)})
+        out = []
+        try:
+            c.assign([TopicPartition(topic_name, 0, 0)])
+            end = time.monotonic() + seconds
+            while len(out) < expect and time.monotonic() < end:
+                m = c.poll(0.2)
+                if m is not None and not m.error():
+                    out.append(m.offset())
+        finally:
+            c.close()
+        return out
+
+    sec.create_topic(topic_name, partitions=1)
+    dest.create_topic(topic_name, partitions=1)
+    mirror = make_testmirror([topic_name], source=sec)
+    sg = make_syncgate(sec, mirrors=[mirror_conf("dr", dest, [topic_name])], extra={
+        "upstream": {"broker": sec.listener(1, "SASL"), "connect_timeout_ms": 5000},
+        "source": {"properties": {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN",
+                                  "sasl.username": "alice", "sasl.password": USERS["alice"]}},
+        "consumers": {"exempt_principals": ["mm2-.*"]}})
+    wait_until(lambda: effective(sg, "dr", topic_name) == "SYNC", timeout=60, what="dr effective SYNC")
+    mirror.pause()
+    try:
+        sec.produce(topic_name, 3, partition=0, acks=1, enable_idempotence=False)
+        assert consume("mm2-reader", 20, 3) == [0, 1, 2]
+        assert 'sasl_user="mm2-reader"' in sg.log()
+        assert sg.metric("syncgate_consumer_exempt_requests_total") > 0
+        assert consume("alice", 3, 3) == []
+        assert sg.metric("syncgate_consumer_records_withheld_total") > 0
+    finally:
+        mirror.resume()
+    assert consume("alice", 30, 3) == [0, 1, 2]
+

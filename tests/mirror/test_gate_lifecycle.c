@@ -191,6 +191,47 @@ Test(gate_lifecycle, alter_sync_at_lag_zero_is_promoted)
 	cr_assert(mirror_gate_is_gated(g, "audit"));
 }
 
+Test(gate_lifecycle, alter_sync_of_a_read_committed_mm2_mirror_warns_and_proceeds)
+{
+	mir.offsets = CONF_OFFSETS_MM2;
+	mir.mm2_isolation_level = CONF_ISOLATION_READ_COMMITTED;
+	report("audit", 0, 1, 9, 9, NULL);
+	struct answer a = {0};
+	mirror_gate_alter(g, "dr", "audit", MIRROR_SYNC, false, on_answer, &a);
+	await(&a);
+	char msg[1400];
+	cr_assert_str_eq(result0(&a, msg, sizeof(msg)), "PROMOTED", "a warning, not a refusal");
+	cr_assert(strstr(msg, "(warning: ") && strstr(msg, "read_committed") && strstr(msg, "COMMIT"), "%s", msg);
+	cr_assert(strstr(a.body, "\"warning\""), "%s", a.body);
+	/* read_uncommitted (MM2's default): no warning */
+	mir.mm2_isolation_level = CONF_ISOLATION_READ_UNCOMMITTED;
+	report("audit2", 0, 1, 9, 9, NULL);
+	struct answer b = {0};
+	mirror_gate_alter(g, "dr", "audit2", MIRROR_SYNC, false, on_answer, &b);
+	await(&b);
+	cr_assert_str_eq(result0(&b, msg, sizeof(msg)), "PROMOTED");
+	cr_assert_null(strstr(b.body, "warning"), "%s", b.body);
+}
+
+Test(gate_lifecycle, alter_sync_of_an_mm2_mirror_names_an_unexempt_mirror_reader)
+{
+	mirror_gate_note_unexempt_reader(g, "source->dest|MirrorSourceConnector-0|replication-consumer");
+	report("audit", 0, 1, 9, 9, NULL);
+	struct answer a = {0};
+	mirror_gate_alter(g, "dr", "audit", MIRROR_SYNC, false, on_answer, &a); /* preserved: not MM2 */
+	await(&a);
+	cr_assert_null(strstr(a.body, "warning"), "%s", a.body);
+	mir.offsets = CONF_OFFSETS_MM2;
+	report("audit2", 0, 1, 9, 9, NULL);
+	struct answer b = {0};
+	mirror_gate_alter(g, "dr", "audit2", MIRROR_SYNC, false, on_answer, &b);
+	await(&b);
+	char msg[1400];
+	cr_assert_str_eq(result0(&b, msg, sizeof(msg)), "PROMOTED", "a warning, not a refusal");
+	cr_assert(strstr(msg, "MirrorSourceConnector-0|replication-consumer") && strstr(msg, "exempt_client_ids"),
+		  "%s", msg);
+}
+
 Test(gate_lifecycle, release_then_automatic_recovery_clears_marker)
 {
 	promote2("orders");

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Consumer throughput with the clamp to the mirrored high watermark (issue 14).
+
+One source and one destination cluster (one broker each), the offset-preserving
+test mirror, a topic filled and fully mirrored (so the clamp withholds nothing
+and what is measured is its cost: every consumer Fetch response of the gated
+topic is buffered whole, decoded and checked), and three targets read in
+alternating rounds by Kafka's ConsumerPerformance:
+
+  direct  the broker
+  clamp   syncgate, the topic SYNC on the mirror, consumers.clamp: clamp (default)
+  pass    syncgate, the same, consumers.clamp: pass
+
+Prints medians and ratios; never fails on time. Results go to docs/benchmarks.md
+by hand, with the machine load (printed at start and end).
+
+    SG_STATE_HOME=/tmp/syncgate-bench /usr/bin/python3 tests/bench/clamp.py [--mb 200] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from bench import SG, consumer_perf, cpu_seconds, log, med, producer_perf, rnd  # noqa: E402
+from kafkabed import KafkaBed, wait_until  # noqa: E402
+
+
+def loadavg() -> str:
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--mb", type=int, default=200, help="topic size in MB of 1 KiB records (default 200)")
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=3)
+    a = ap.parse_args()
+    log(f"start: {os.cpu_count()} cores, load average {loadavg()}")
+    bed = KafkaBed()
+    try:
+        src = bed.start_cluster("clamp-src")
+        dst = bed.start_cluster("clamp-dst")
+        topic, n = "cl", a.mb * 1024
+        src.create_topic(topic, partitions=a.partitions)
+        dst.create_topic(topic, partitions=a.partitions)
+        bed.start_testmirror("tm", src, dst, [topic])
+        mirror = {"name": "dr", "bootstrap": dst.bootstrap, "offsets": "preserved", "progress": "poll",
+                  "sync_topics": [topic]}
+        sgs = {"clamp": SG(bed, "sg-clamp", src, mirrors=[mirror], extra={"consumers": {"clamp": "clamp"}}),
+               "pass": SG(bed, "sg-pass", src, mirrors=[mirror], extra={"consumers": {"clamp": "pass"}})}
+        for sg in sgs.values():
+            sg.wait_sync("dr", topic)
+        log(f"filling {topic}: {n} records of 1 KiB, acks=1, direct")
+        producer_perf(src.bootstrap, topic, n, 1024, "1", 5)
+        want = sum(src.high_watermark(topic, p) for p in range(a.partitions))
+        wait_until(lambda: sum(dst.high_watermark(topic, p) for p in range(a.partitions)) >= want,
+                   timeout=600, interval=1, what="the mirror has every record")
+        time.sleep(3)  # syncgate's background progress round (once a second) sees the end
+        targets = {"direct": src.bootstrap, "clamp": sgs["clamp"].bootstrap, "pass": sgs["pass"].bootstrap}
+        runs = {t: [] for t in targets}
+        clamped0 = sgs["clamp"].metric("syncgate_consumer_responses_clamped_total")
+        withheld0 = sgs["clamp"].metric("syncgate_consumer_records_withheld_total")
+        for r in range(a.rounds):
+            order = list(targets)[r % 3:] + list(targets)[:r % 3]
+            for t in order:
+                pid = sgs[t].pid if t in sgs else None
+                c0 = cpu_seconds(pid) if pid else 0.0
+                cp = consumer_perf(targets[t], topic, want)
+                cp["cpu_s"] = cpu_seconds(pid) - c0 if pid else 0.0
+                runs[t].append(cp)
+                log(f"  round {r + 1} {t}: fetch {cp['fetch_mb_s']} MB/s ({cp['msgs']} records)"
+                    + (f", syncgate CPU {cp['cpu_s']:.2f} s" if pid else "") + f", load {loadavg()}")
+        fetches = sgs["clamp"].metric("syncgate_consumer_fetch_requests_total")
+        print(f"\nconsumer throughput, {want} records of 1 KiB ({a.mb} MB), {a.partitions} partitions, "
+              f"{a.rounds} alternating rounds, medians:")
+        base = med([x["fetch_mb_s"] for x in runs["direct"]])
+        for t in targets:
+            mb = med([x["fetch_mb_s"] for x in runs[t]])
+            cpu = med([x["cpu_s"] / (x["mb"] / 1024) for x in runs[t] if x["mb"]]) if t in sgs else None
+            print(f"  {t:7} {mb:8.1f} MB/s  {rnd(mb / base):5} x direct"
+                  + (f"  syncgate CPU {cpu:.2f} s/GB" if cpu is not None else "")
+                  + f"  rounds {[x['fetch_mb_s'] for x in runs[t]]}")
+        print(f"  clamp / pass: {rnd(med([x['fetch_mb_s'] for x in runs['clamp']]) / med([x['fetch_mb_s'] for x in runs['pass']]))}")
+        print(f"  clamp syncgate: {fetches:.0f} consumer fetches, "
+              f"{sgs['clamp'].metric('syncgate_consumer_responses_clamped_total') - clamped0:.0f} responses changed, "
+              f"{sgs['clamp'].metric('syncgate_consumer_records_withheld_total') - withheld0:.0f} records withheld")
+        log(f"end: load average {loadavg()}")
+    finally:
+        bed.stop_all(clean=True)
+
+
+if __name__ == "__main__":
+    main()
