@@ -259,6 +259,33 @@ Test(mirror, timeout_names_the_slowest_mirror, .init = setup2)
 	mirror_wait_parts_clear(p, 1);
 }
 
+/* A part failed while its wait is being registered (deadline already past,
+ * or ISR < MinISR) leaves none of its refs in a partition heap: with two
+ * gating mirrors the second one's ref used to stay behind after the wait
+ * was freed (a later report then touched freed memory; ASan run). */
+Test(mirror, part_failed_at_registration_leaves_no_ref_of_any_mirror, .init = setup2)
+{
+	promote("dr-east", "orders.eu", 1, 0);
+	promote("dr-west", "orders.eu", 1, 0);
+	struct mirror_wait_part p[1] = {part("orders.eu", 0, 9)};
+	struct cbrec r = {0};
+	cr_assert_null(mirror_gate_wait(g, p, 1, mirror_now_ms() - 1, on_done, &r));
+	cr_assert_eq(p[0].outcome, MIRROR_TIMEOUT);
+	progress("dr-east", "orders.eu", 0, 10);
+	progress("dr-west", "orders.eu", 0, 10);
+	cr_assert_eq(r.calls, 0);
+	mirror_wait_parts_clear(p, 1);
+
+	report("dr-west", "orders.eu", 0, -1, -1, -1, 1, 2, NULL); /* dr-west under MinISR */
+	struct mirror_wait_part q[1] = {part("orders.eu", 0, 20)};
+	cr_assert_null(mirror_gate_wait(g, q, 1, mirror_now_ms() + 30000, on_done, &r));
+	cr_assert_eq(q[0].outcome, MIRROR_NOT_ENOUGH_REMOTE);
+	progress("dr-east", "orders.eu", 0, 21);
+	report("dr-west", "orders.eu", 0, -1, 21, -1, 2, 2, NULL);
+	cr_assert_eq(r.calls, 0);
+	mirror_wait_parts_clear(q, 1);
+}
+
 Test(mirror, async_mirror_never_gates, .init = setup2)
 {
 	/* dr-west desires orders.* SYNC but is still ASYNC (lag 5). */
