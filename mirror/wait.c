@@ -267,6 +267,18 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 		for (uint32_t i = 0; i < w->nparts && w->npending; i++)
 			if (w->parts[i].outcome == MIRROR_PENDING)
 				timeout_part(w, i);
+		if (w->dl_idx != MIRROR_NO_HEAP) {
+			/* npending disagrees with the parts: never expected. End it
+			 * anyway (fail closed: a part not SATISFIED is an error code,
+			 * never an ack) rather than loop here for ever. */
+			LOG_E("mirror_wait_inconsistent", "npending=%" PRIu32 " nparts=%" PRIu32,
+			      w->npending, w->nparts);
+			for (uint32_t i = 0; i < w->nparts; i++)
+				if (w->parts[i].outcome == MIRROR_PENDING)
+					w->parts[i].outcome = MIRROR_TIMEOUT;
+			w->npending = 0;
+			wait_complete(w);
+		}
 	}
 	mirror_gate_flush_done(g);
 	deadline_arm(g);
