@@ -248,9 +248,13 @@ void mirror_lanes_join(struct mirror_worker *w)
 	for (size_t i = 0; i < n; i++)
 		pthread_cond_signal(&w->lanes[i]->cv);
 	pthread_mutex_unlock(&w->tmu);
+	/* every lane stops before any is freed: a running lane walks w->lanes
+	 * (lane_for, a partition whose leader moved), so freeing lane i while
+	 * lane j still ran was a use after free (ASan, upstream-death test) */
+	for (size_t i = 0; i < n; i++)
+		pthread_join(w->lanes[i]->th, NULL);
 	for (size_t i = 0; i < n; i++) {
 		struct mirror_lane *ln = w->lanes[i];
-		pthread_join(ln->th, NULL);
 		LOG_D("mirror_lane_stopped", "mirror=%s leader=%d requests=%llu", w->name, (int)ln->leader,
 		      (unsigned long long)ln->requests);
 		pthread_cond_destroy(&ln->cv);
