@@ -157,14 +157,11 @@ void mirror_gate_free(struct mirror_gate *g)
 		mirror_wait_cancel(g->waits);
 	for (size_t i = 0; i < g->nlinks; i++)
 		mirror_link_free(g->links[i]);
-	while (g->done)
-		mirror_wait_cancel(g->done); /* resolved by the releases above */
+	mirror_waits_free(g); /* resolved waits (no callback), the timers */
 	free(g->links);
 	for (size_t i = 0; i < g->nunapplied; i++)
 		free(g->unapplied[i]);
 	free(g->unapplied);
-	if (g->done_ev)
-		event_free(g->done_ev);
 	if (g->tick_ev)
 		event_free(g->tick_ev);
 	mirror_workers_wait_stopped(); /* they post to the bridge until they end */

@@ -44,19 +44,27 @@ struct mirror_worker;
 struct mirror_bridge;
 struct metric;
 
-/* One edge "part `part` of wait `w` waits for mirror `ps`'s progress". */
+/* One edge "part `part` of wait `w` waits for mirror `ps`'s progress".
+ * 32 bytes: one per held partition and gating mirror (issue 20). */
 struct mirror_ref {
 	struct mirror_wait *w;
-	struct mirror_pstate *ps;   /* whose heap holds it (while heap_idx != NO_HEAP) */
-	struct mirror_tstate *t;    /* the (mirror, topic) it waits on */
+	struct mirror_pstate *ps;   /* whose heap holds it (while heap_idx != NO_HEAP);
+				     * ps->t is the (mirror, topic) it waits on */
 	int64_t offset;             /* the part's last_offset */
 	uint32_t part;              /* index into w->parts */
 	uint32_t heap_idx;          /* position in ps->heap, MIRROR_NO_HEAP when out */
-	struct mirror_ref *next;    /* w->joined list (refs added after the wait began), else NULL */
+};
+
+/* A ref added after its wait began (a mirror began gating the part's topic
+ * while it was held: mirror_tstate_settle), one allocation each. */
+struct mirror_jref {
+	struct mirror_ref r;        /* first: a joined ref's address is its jref's */
+	struct mirror_jref *next;   /* w->joined list */
 };
 
 /* Per (mirror, topic, partition). */
 struct mirror_pstate {
+	struct mirror_tstate *t;    /* owner */
 	int64_t progress;           /* first offset not durable on the destination, -1 unknown */
 	int64_t sampled_hw;         /* source HW sampled before a progress value, -1 unknown */
 	int32_t isr, min_isr;       /* destination, -1 unknown */
@@ -133,24 +141,24 @@ static inline bool mirror_link_txn_hazard(const struct mirror_link *l)
 	"commits on this SYNC topic can time out (their data acks wait for MM2, MM2 waits for " \
 	"the COMMIT); run MM2 read_uncommitted or keep transactional topics ASYNC"
 
+/* A held response's wait: 88 bytes, then (one allocation) remaining[nparts]
+ * and ref_start[nparts + 1] (uint32_t), then the refs of its registration
+ * (8-aligned; wait_refs() in wait.c). Kept small: one per held response. */
 struct mirror_wait {
 	struct mirror_gate *g;
-	struct mirror_wait_part *parts;
-	size_t nparts;
-	mirror_wait_cb cb;
+	struct mirror_wait_part *parts; /* the caller's; not touched once cancelled */
+	mirror_wait_cb cb;              /* NULL: cancelled while in g->done */
 	void *arg;
-	int64_t start_ms, deadline_ms;
-	size_t npending;            /* parts not resolved */
-	uint32_t *remaining;        /* per part: refs not yet satisfied */
-	uint32_t *ref_start;        /* refs of part i: [ref_start[i], ref_start[i+1]) */
-	struct mirror_ref *refs;
-	size_t nrefs;
-	struct mirror_ref *joined;  /* refs of mirrors that began gating a part's topic while
+	int64_t deadline_ms;
+	struct mirror_jref *joined; /* refs of mirrors that began gating a part's topic while
 				     * it was held (mirror_tstate_settle), malloc'd each */
-	struct event timer;
-	bool timer_added;
-	bool done;                  /* resolved: in g's done list awaiting its callback */
 	struct mirror_wait *next, **pprev; /* g->waits (pending) or g->done (resolved) */
+	uint32_t hold_ms;           /* deadline_ms − start (registration time) */
+	uint32_t nparts;
+	uint32_t npending;          /* parts not resolved */
+	uint32_t nrefs;             /* refs of the registration */
+	uint32_t dl_idx;            /* position in g->dl (deadline heap), MIRROR_NO_HEAP when out */
+	bool done;                  /* resolved: in g's done list awaiting its callback */
 };
 
 struct mirror_gate {
@@ -164,6 +172,11 @@ struct mirror_gate {
 	struct mirror_bridge *bridge;
 	struct event *done_ev;      /* runs callbacks of waits resolved outside a gate event */
 	struct mirror_wait *waits;  /* pending waits */
+	struct mirror_wait **dl;    /* pending waits, min-heap on deadline_ms (waiters.c): one
+				     * timer for all of them instead of an event per wait */
+	uint32_t ndl, capdl;
+	struct event *dl_ev;        /* fires at the earliest deadline (armed for dl_armed_ms) */
+	int64_t dl_armed_ms;        /* INT64_MAX: not armed */
 	struct mirror_wait *done, **done_tail; /* resolved, callbacks not yet run (FIFO) */
 	bool in_wait;               /* inside mirror_gate_wait: never call back */
 	size_t held;
@@ -261,9 +274,15 @@ static inline struct mirror_ref *mirror_heap_top(const struct mirror_pstate *ps)
 {
 	return ps->nheap ? ps->heap[0] : NULL;
 }
+/* waiters.c: the gate's min-heap of pending waits on deadline_ms. */
+int mirror_deadline_push(struct mirror_gate *g, struct mirror_wait *w);
+void mirror_deadline_remove(struct mirror_gate *g, struct mirror_wait *w);
 
 /* wait.c: held waits and the only release by mirror type. */
 int mirror_waits_init(struct mirror_gate *g);
+/* Gate free: the resolved waits (without callback), the timers, the heap.
+ * Pending waits must have been cancelled. */
+void mirror_waits_free(struct mirror_gate *g);
 /* Run the callbacks of resolved waits (from a gate libevent callback). */
 void mirror_gate_flush_done(struct mirror_gate *g);
 /* Resolved waits exist: run their callbacks from the loop soon. */
@@ -273,7 +292,9 @@ void mirror_ref_done(struct mirror_ref *r, bool observe, int64_t now);
 /* Fail part i of w with outcome o (its message set by the caller). */
 void mirror_part_fail(struct mirror_wait *w, uint32_t i, enum mirror_outcome o);
 bool mirror_isr_short(const struct mirror_pstate *ps);
-void mirror_isr_message(char *buf, size_t cap, const struct mirror_link *l, const struct mirror_pstate *ps);
+/* Set p's message to "mirror L: ISR i < min.insync.replicas m". */
+void mirror_part_isr_message(struct mirror_wait_part *p, const struct mirror_link *l,
+			     const struct mirror_pstate *ps);
 /* Release every waiter of t under the async predicate (mirror removed). */
 void mirror_tstate_release_waiters(struct mirror_tstate *t);
 /* Release t's waiters if t does not gate as of the current state (fail

@@ -45,16 +45,37 @@ enum mirror_outcome {
 };
 const char *mirror_outcome_str(enum mirror_outcome o);
 
-/** One partition of a held Produce response, as the gate sees it. */
+/**
+ * One partition of a held Produce response, as the gate sees it. 32 bytes:
+ * one per held partition (issue 20: ≤ 512 B per held response), so the
+ * failure message is allocated only when a part fails.
+ */
 struct mirror_wait_part {
 	/* in */
 	const char *topic;         /* source topic name; borrowed until resolved */
-	int32_t partition;
 	int64_t last_offset;       /* BaseOffset + offset span − 1: must be durable */
+	int32_t partition;
 	/* out, set when resolved */
 	enum mirror_outcome outcome;
-	char message[200];         /* names the mirror and the reason on failure */
+	char *message;             /* on failure: names the mirror and the reason; owned by the
+				    * part (set with mirror_wait_part_set_message(), freed with
+				    * mirror_wait_parts_clear()); NULL: none. NULL on entry for a
+				    * PENDING part. Read it with mirror_wait_part_message(). */
 };
+
+/**
+ * Set p's message (printf format), replacing (and freeing) the one it had.
+ * On ENOMEM the message becomes a fixed "out of memory" text: a failed part
+ * always has one. Any thread that owns `p`.
+ */
+void mirror_wait_part_set_message(struct mirror_wait_part *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/** p's message, "" when it has none. Borrowed until it is set again or cleared. */
+const char *mirror_wait_part_message(const struct mirror_wait_part *p);
+
+/** Free the messages of parts[0..n) (not the array) and set them NULL. */
+void mirror_wait_parts_clear(struct mirror_wait_part *parts, size_t n);
 
 /** Called once on the loop thread when every part of a wait is resolved. */
 typedef void (*mirror_wait_cb)(void *arg, struct mirror_wait_part *parts, size_t nparts);

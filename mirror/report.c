@@ -137,12 +137,9 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 	/* Fast feedback (KIP "Produce-ack precondition" 2): ISR < MinISR fails
 	 * every part still waiting for this mirror here. */
 	if (mirror_isr_short(ps) && ps->nheap) {
-		char msg[200];
-		mirror_isr_message(msg, sizeof(msg), l, ps);
 		while (ps->nheap) {
 			struct mirror_ref *ref = ps->heap[0];
-			struct mirror_wait_part *p = &ref->w->parts[ref->part];
-			snprintf(p->message, sizeof(p->message), "%s", msg);
+			mirror_part_isr_message(&ref->w->parts[ref->part], l, ps);
 			mirror_part_fail(ref->w, ref->part, MIRROR_NOT_ENOUGH_REMOTE);
 		}
 	}

@@ -174,6 +174,7 @@ struct mirror_pstate *mirror_pstate_get(struct mirror_tstate *t, int32_t partiti
 	struct mirror_pstate *ps = calloc(1, sizeof(*ps));
 	if (!ps)
 		return NULL;
+	ps->t = t;
 	mirror_pstate_forget_view(ps);
 	ps->failing_since_ms = -1;
 	ps->confirmed = -1;

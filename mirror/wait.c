@@ -10,6 +10,7 @@
  * gate call. Loop thread.
  */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,58 @@ static bool tstate_gating(const struct mirror_tstate *t)
 	return t->ls.effective == MIRROR_SYNC && !t->ls.released;
 }
 
+/* The trailing arrays of w's allocation (see struct mirror_wait). */
+static inline uint32_t *wait_remaining(struct mirror_wait *w)
+{
+	return (uint32_t *)(w + 1);
+}
+
+static inline uint32_t *wait_ref_start(struct mirror_wait *w)
+{
+	return wait_remaining(w) + w->nparts;
+}
+
+static inline size_t wait_arrays_size(size_t nparts)
+{
+	return ((2 * nparts + 1) * sizeof(uint32_t) + 7) & ~(size_t)7;
+}
+
+static inline struct mirror_ref *wait_refs(struct mirror_wait *w)
+{
+	return (struct mirror_ref *)((char *)(w + 1) + wait_arrays_size(w->nparts));
+}
+
+/* Fixed text for a failed part whose message could not be allocated. */
+static char part_oom_message[] = "syncgate: out of memory";
+
+void mirror_wait_part_set_message(struct mirror_wait_part *p, const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	if (p->message != part_oom_message)
+		free(p->message);
+	p->message = n >= 0 ? strdup(buf) : NULL;
+	if (!p->message)
+		p->message = part_oom_message;
+}
+
+const char *mirror_wait_part_message(const struct mirror_wait_part *p)
+{
+	return p->message ? p->message : "";
+}
+
+void mirror_wait_parts_clear(struct mirror_wait_part *parts, size_t n)
+{
+	for (size_t i = 0; parts && i < n; i++) {
+		if (parts[i].message != part_oom_message)
+			free(parts[i].message);
+		parts[i].message = NULL;
+	}
+}
+
 static void list_remove(struct mirror_gate *g, struct mirror_wait *w)
 {
 	*w->pprev = w->next;
@@ -63,10 +116,7 @@ static void list_remove(struct mirror_gate *g, struct mirror_wait *w)
 static void wait_complete(struct mirror_wait *w)
 {
 	struct mirror_gate *g = w->g;
-	if (w->timer_added) {
-		event_del(&w->timer);
-		w->timer_added = false;
-	}
+	mirror_deadline_remove(g, w);
 	list_remove(g, w);
 	w->done = true;
 	w->next = NULL;
@@ -78,9 +128,10 @@ static void wait_complete(struct mirror_wait *w)
 
 static void part_resolved(struct mirror_wait *w, uint32_t i, enum mirror_outcome o)
 {
-	w->parts[i].outcome = o;
+	struct mirror_wait_part *p = &w->parts[i];
+	p->outcome = o;
 	if (o == MIRROR_SATISFIED)
-		w->parts[i].message[0] = '\0';
+		mirror_wait_parts_clear(p, 1);
 	metric_add(w->g->m_outcome[o], 1);
 	if (--w->npending == 0 && !w->g->in_wait)
 		wait_complete(w);
@@ -91,28 +142,30 @@ static void ref_detach(struct mirror_ref *r)
 	if (r->heap_idx == MIRROR_NO_HEAP)
 		return;
 	mirror_heap_remove(r->ps, r);
-	r->t->held--;
+	r->ps->t->held--;
 }
 
 /* The refs of part i of w, in order: those of its registration, then the
  * joined ones. Start with r = NULL. */
 static struct mirror_ref *part_ref_next(struct mirror_wait *w, uint32_t i, struct mirror_ref *r)
 {
-	if (!r && w->ref_start[i] < w->ref_start[i + 1])
-		return &w->refs[w->ref_start[i]];
-	if (r && r >= w->refs && r < w->refs + w->nrefs) {
-		if (r + 1 < &w->refs[w->ref_start[i + 1]])
+	struct mirror_ref *refs = wait_refs(w);
+	const uint32_t *rs = wait_ref_start(w);
+	struct mirror_jref *j;
+	if (!r) {
+		if (rs[i] < rs[i + 1])
+			return &refs[rs[i]];
+		j = w->joined;
+	} else if (r >= refs && r < refs + w->nrefs) {
+		if (r + 1 < refs + rs[i + 1])
 			return r + 1;
-		r = NULL; /* registration refs done: the joined ones */
-	} else if (r) {
-		r = r->next;
-		goto joined;
+		j = w->joined; /* registration refs done: the joined ones */
+	} else {
+		j = ((struct mirror_jref *)r)->next; /* r is a jref's first member */
 	}
-	r = w->joined;
-joined:
-	while (r && r->part != i)
-		r = r->next;
-	return r;
+	while (j && j->r.part != i)
+		j = j->next;
+	return j ? &j->r : NULL;
 }
 
 /* Fail part i of w: remove all its refs from their heaps. */
@@ -123,7 +176,7 @@ void mirror_part_fail(struct mirror_wait *w, uint32_t i, enum mirror_outcome o)
 	part_resolved(w, i, o);
 }
 
-/* Mirror r->link no longer holds part r->part back (satisfied, or released
+/* Mirror r->ps->t no longer holds part r->part back (satisfied, or released
  * under the async predicate when `observe` is false). */
 void mirror_ref_done(struct mirror_ref *r, bool observe, int64_t now)
 {
@@ -131,17 +184,19 @@ void mirror_ref_done(struct mirror_ref *r, bool observe, int64_t now)
 	struct mirror_pstate *ps = r->ps;
 	ref_detach(r);
 	if (observe) {
-		metric_observe(r->t->link->m_latency, (double)(now - w->start_ms) / 1000.0);
-		mirror_pstate_confirm(r->t, ps, w->parts[r->part].partition, r->offset + 1);
+		metric_observe(ps->t->link->m_latency,
+			       (double)(now - (w->deadline_ms - w->hold_ms)) / 1000.0);
+		mirror_pstate_confirm(ps->t, ps, w->parts[r->part].partition, r->offset + 1);
 	}
-	if (--w->remaining[r->part] == 0 && w->parts[r->part].outcome == MIRROR_PENDING)
+	if (--wait_remaining(w)[r->part] == 0 && w->parts[r->part].outcome == MIRROR_PENDING)
 		part_resolved(w, r->part, MIRROR_SATISFIED);
 }
 
-void mirror_isr_message(char *buf, size_t cap, const struct mirror_link *l, const struct mirror_pstate *ps)
+void mirror_part_isr_message(struct mirror_wait_part *p, const struct mirror_link *l,
+			     const struct mirror_pstate *ps)
 {
-	snprintf(buf, cap, "mirror %s: ISR %" PRId32 " < min.insync.replicas %" PRId32,
-		 l->name, ps->isr, ps->min_isr);
+	mirror_wait_part_set_message(p, "mirror %s: ISR %" PRId32 " < min.insync.replicas %" PRId32,
+				     l->name, ps->isr, ps->min_isr);
 }
 
 bool mirror_isr_short(const struct mirror_pstate *ps)
@@ -152,9 +207,9 @@ bool mirror_isr_short(const struct mirror_pstate *ps)
 static void wait_free(struct mirror_wait *w)
 {
 	while (w->joined) {
-		struct mirror_ref *r = w->joined;
-		w->joined = r->next;
-		free(r);
+		struct mirror_jref *j = w->joined;
+		w->joined = j->next;
+		free(j);
 	}
 	free(w);
 }
@@ -173,29 +228,60 @@ static void timeout_part(struct mirror_wait *w, uint32_t i)
 		}
 	}
 	struct mirror_wait_part *p = &w->parts[i];
-	long long ms = (long long)(w->deadline_ms - w->start_ms);
+	long long ms = (long long)w->hold_ms;
+	const char *name = slow ? slow->ps->t->link->name : "?";
 	if (slow && slow_lag >= 0)
-		snprintf(p->message, sizeof(p->message),
-			 "mirror %s: not replicated within %lld ms (lag %" PRId64 ")", slow->t->link->name, ms,
-			 slow_lag);
+		mirror_wait_part_set_message(p, "mirror %s: not replicated within %lld ms (lag %" PRId64 ")",
+					     name, ms, slow_lag);
 	else
-		snprintf(p->message, sizeof(p->message),
-			 "mirror %s: not replicated within %lld ms (lag unknown)",
-			 slow ? slow->t->link->name : "?", ms);
+		mirror_wait_part_set_message(p, "mirror %s: not replicated within %lld ms (lag unknown)",
+					     name, ms);
 	LOG_D("mirror_wait_timeout", "mirror=%s topic=%s partition=%" PRId32 " offset=%" PRId64 " lag=%" PRId64,
-	      slow ? slow->t->link->name : "?", p->topic, p->partition, p->last_offset, slow_lag);
+	      name, p->topic, p->partition, p->last_offset, slow_lag);
 	mirror_part_fail(w, i, MIRROR_TIMEOUT);
 }
 
-static void timer_cb(evutil_socket_t fd, short what, void *arg)
+/* Arm g->dl_ev for the earliest deadline unless it is armed for one as early.
+ * A timer left armed for a wait resolved since just fires for nothing. */
+static void deadline_arm(struct mirror_gate *g)
 {
-	struct mirror_wait *w = arg;
-	struct mirror_gate *g = w->g;
-	w->timer_added = false;
-	for (uint32_t i = 0; i < w->nparts && w->npending; i++)
-		if (w->parts[i].outcome == MIRROR_PENDING)
-			timeout_part(w, i);
+	if (!g->ndl || g->dl[0]->deadline_ms >= g->dl_armed_ms)
+		return;
+	int64_t d = g->dl[0]->deadline_ms - mirror_now_ms();
+	if (d < 1)
+		d = 1; /* due now: from the loop, not from inside a gate call */
+	struct timeval tv = {(time_t)(d / 1000), (suseconds_t)((d % 1000) * 1000)};
+	event_add(g->dl_ev, &tv);
+	g->dl_armed_ms = g->dl[0]->deadline_ms;
+}
+
+/* The earliest deadline came: time out every wait whose deadline passed. */
+static void deadline_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct mirror_gate *g = arg;
+	g->dl_armed_ms = INT64_MAX;
+	int64_t now = mirror_now_ms();
+	while (g->ndl && g->dl[0]->deadline_ms <= now) {
+		struct mirror_wait *w = g->dl[0];
+		/* the last part timed out completes w, which leaves the heap */
+		for (uint32_t i = 0; i < w->nparts && w->npending; i++)
+			if (w->parts[i].outcome == MIRROR_PENDING)
+				timeout_part(w, i);
+		if (w->dl_idx != MIRROR_NO_HEAP) {
+			/* npending disagrees with the parts: never expected. End it
+			 * anyway (fail closed: a part not SATISFIED is an error code,
+			 * never an ack) rather than loop here for ever. */
+			LOG_E("mirror_wait_inconsistent", "npending=%" PRIu32 " nparts=%" PRIu32,
+			      w->npending, w->nparts);
+			for (uint32_t i = 0; i < w->nparts; i++)
+				if (w->parts[i].outcome == MIRROR_PENDING)
+					w->parts[i].outcome = MIRROR_TIMEOUT;
+			w->npending = 0;
+			wait_complete(w);
+		}
+	}
 	mirror_gate_flush_done(g);
+	deadline_arm(g);
 }
 
 void mirror_gate_flush_done(struct mirror_gate *g)
@@ -203,7 +289,8 @@ void mirror_gate_flush_done(struct mirror_gate *g)
 	struct mirror_wait *w;
 	while ((w = g->done) != NULL) {
 		list_remove(g, w);
-		w->cb(w->arg, w->parts, w->nparts);
+		if (w->cb) /* NULL: cancelled after it resolved */
+			w->cb(w->arg, w->parts, w->nparts);
 		wait_free(w);
 	}
 }
@@ -216,14 +303,44 @@ static void done_cb(evutil_socket_t fd, short what, void *arg)
 int mirror_waits_init(struct mirror_gate *g)
 {
 	g->done_tail = &g->done;
+	g->dl_armed_ms = INT64_MAX;
 	g->done_ev = event_new(g->base, -1, 0, done_cb, g);
-	return g->done_ev ? 0 : -1;
+	g->dl_ev = event_new(g->base, -1, 0, deadline_cb, g);
+	return g->done_ev && g->dl_ev ? 0 : -1;
+}
+
+void mirror_waits_free(struct mirror_gate *g)
+{
+	struct mirror_wait *w;
+	while ((w = g->done) != NULL) {
+		list_remove(g, w);
+		wait_free(w);
+	}
+	if (g->done_ev)
+		event_free(g->done_ev);
+	if (g->dl_ev)
+		event_free(g->dl_ev);
+	free(g->dl);
+	g->done_ev = g->dl_ev = NULL;
+	g->dl = NULL;
+	g->ndl = g->capdl = 0;
 }
 
 void mirror_gate_schedule_done(struct mirror_gate *g)
 {
 	if (g->done)
 		event_active(g->done_ev, EV_TIMEOUT, 0);
+}
+
+/* Fail closed: every pending part of `parts` times out (no memory to hold). */
+static void parts_fail_oom(struct mirror_wait_part *parts, size_t nparts)
+{
+	for (size_t i = 0; i < nparts; i++) {
+		if (parts[i].outcome != MIRROR_PENDING)
+			continue;
+		parts[i].outcome = MIRROR_TIMEOUT;
+		mirror_wait_part_set_message(&parts[i], "syncgate: out of memory");
+	}
 }
 
 struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_part *parts,
@@ -237,37 +354,35 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 		if (parts[i].outcome != MIRROR_PENDING)
 			continue; /* resolved by the caller: left as it is */
 		npending++;
-		parts[i].message[0] = '\0';
+		parts[i].message = NULL;
 		for (size_t m = 0; m < g->nlinks; m++) {
 			struct mirror_tstate *t = mirror_tstate_get(g->links[m], parts[i].topic, true);
 			if (t && tstate_gating(t))
 				nrefs++;
 		}
 	}
-	size_t sz = sizeof(struct mirror_wait) + nrefs * sizeof(struct mirror_ref) +
-		    (2 * nparts + 1) * sizeof(uint32_t);
-	struct mirror_wait *w = calloc(1, sz);
+	size_t sz = sizeof(struct mirror_wait) + wait_arrays_size(nparts) + nrefs * sizeof(struct mirror_ref);
+	struct mirror_wait *w = nparts < UINT32_MAX / 2 ? calloc(1, sz) : NULL;
+	if (w) {
+		w->g = g;
+		w->parts = parts;
+		w->nparts = (uint32_t)nparts;
+		w->deadline_ms = deadline_ms;
+		w->hold_ms = deadline_ms <= now ? 0 : deadline_ms - now > UINT32_MAX ? UINT32_MAX
+			   : (uint32_t)(deadline_ms - now);
+		if (mirror_deadline_push(g, w) != 0) {
+			free(w);
+			w = NULL;
+		}
+	}
 	if (!w) {
 		/* No memory to hold: fail closed (never a false ack). */
-		for (size_t i = 0; i < nparts; i++) {
-			if (parts[i].outcome != MIRROR_PENDING)
-				continue;
-			parts[i].outcome = MIRROR_TIMEOUT;
-			snprintf(parts[i].message, sizeof(parts[i].message), "syncgate: out of memory");
-		}
+		parts_fail_oom(parts, nparts);
 		return NULL;
 	}
-	w->g = g;
-	w->parts = parts;
-	w->nparts = nparts;
 	w->cb = cb;
 	w->arg = arg;
-	w->start_ms = now;
-	w->deadline_ms = deadline_ms;
-	w->refs = (struct mirror_ref *)(w + 1);
-	w->remaining = (uint32_t *)(w->refs + nrefs);
-	w->ref_start = w->remaining + nparts;
-	w->npending = npending;
+	w->npending = (uint32_t)npending;
 	w->pprev = &g->waits;
 	w->next = g->waits;
 	if (g->waits)
@@ -276,12 +391,14 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 	g->held++;
 
 	g->in_wait = true;
+	uint32_t *remaining = wait_remaining(w), *ref_start = wait_ref_start(w);
+	struct mirror_ref *refs = wait_refs(w);
 	size_t k = 0;
 	for (uint32_t i = 0; i < nparts; i++) {
 		struct mirror_wait_part *p = &parts[i];
-		w->ref_start[i] = (uint32_t)k;
+		ref_start[i] = (uint32_t)k;
 		if (p->outcome != MIRROR_PENDING) {
-			w->ref_start[i + 1] = (uint32_t)k;
+			ref_start[i + 1] = (uint32_t)k;
 			continue;
 		}
 		const char *fail_msg_link = NULL;
@@ -303,11 +420,11 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 			}
 			if (mirror_isr_short(ps) && !fail_ps) {
 				fail_ps = ps;
-				mirror_isr_message(p->message, sizeof(p->message), l, ps);
+				mirror_part_isr_message(p, l, ps);
 			}
-			struct mirror_ref *r = &w->refs[k++];
+			struct mirror_ref *r = &refs[k++];
 			r->w = w;
-			r->t = t;
+			r->ps = ps;
 			r->offset = p->last_offset;
 			r->part = i;
 			r->heap_idx = MIRROR_NO_HEAP;
@@ -316,7 +433,7 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 				continue;
 			}
 			t->held++;
-			w->remaining[i]++;
+			remaining[i]++;
 			if (l->worker && (p->last_offset > ps->demanded || deadline_ms > ps->demand_until_ms)) {
 				if (p->last_offset > ps->demanded)
 					ps->demanded = p->last_offset;
@@ -326,31 +443,29 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 						     ps->demand_until_ms);
 			}
 		}
-		w->ref_start[i + 1] = (uint32_t)k;
+		ref_start[i + 1] = (uint32_t)k;
+		w->nrefs = (uint32_t)k; /* part_ref_next() reads it */
 		if (fail_ps) {
 			mirror_part_fail(w, i, MIRROR_NOT_ENOUGH_REMOTE);
 		} else if (fail_msg_link) {
-			snprintf(p->message, sizeof(p->message), "mirror %s: out of memory", fail_msg_link);
+			mirror_wait_part_set_message(p, "mirror %s: out of memory", fail_msg_link);
 			mirror_part_fail(w, i, MIRROR_TIMEOUT);
-		} else if (w->remaining[i] == 0) {
+		} else if (remaining[i] == 0) {
 			part_resolved(w, i, MIRROR_SATISFIED);
 		} else if (deadline_ms <= now) {
 			timeout_part(w, i);
 		}
 	}
-	w->nrefs = k;
 	g->in_wait = false;
 
 	if (w->npending == 0) {
+		mirror_deadline_remove(g, w);
 		list_remove(g, w);
 		g->held--;
 		wait_free(w);
 		return NULL;
 	}
-	event_assign(&w->timer, g->base, -1, 0, timer_cb, w);
-	struct timeval tv = {(deadline_ms - now) / 1000, ((deadline_ms - now) % 1000) * 1000};
-	event_add(&w->timer, &tv);
-	w->timer_added = true;
+	deadline_arm(g);
 	return w;
 }
 
@@ -359,14 +474,17 @@ void mirror_wait_cancel(struct mirror_wait *w)
 	if (!w)
 		return;
 	struct mirror_gate *g = w->g;
-	if (!w->done) {
-		for (uint32_t i = 0; i < w->nparts; i++)
-			for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r))
-				ref_detach(r);
-		if (w->timer_added)
-			event_del(&w->timer);
-		g->held--;
+	if (w->done) {
+		/* in g->done, maybe while that list is being flushed: freed there */
+		w->cb = NULL;
+		w->parts = NULL;
+		return;
 	}
+	for (uint32_t i = 0; i < w->nparts; i++)
+		for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r))
+			ref_detach(r);
+	mirror_deadline_remove(g, w);
+	g->held--;
 	list_remove(g, w);
 	wait_free(w);
 }
@@ -385,7 +503,7 @@ void mirror_tstate_release_waiters(struct mirror_tstate *t)
 static bool part_has_ref(struct mirror_wait *w, uint32_t i, const struct mirror_tstate *t)
 {
 	for (struct mirror_ref *r = part_ref_next(w, i, NULL); r; r = part_ref_next(w, i, r))
-		if (r->t == t)
+		if (r->ps && r->ps->t == t)
 			return true;
 	return false;
 }
@@ -410,25 +528,26 @@ static void tstate_join_waiters(struct mirror_tstate *t)
 			struct mirror_pstate *ps = mirror_pstate_get(t, p->partition, true);
 			if (ps && ps->progress > p->last_offset)
 				continue;
-			struct mirror_ref *r = ps ? calloc(1, sizeof(*r)) : NULL;
-			if (!r) { /* fail closed */
-				snprintf(p->message, sizeof(p->message), "mirror %s: out of memory", t->link->name);
+			struct mirror_jref *j = ps ? calloc(1, sizeof(*j)) : NULL;
+			if (!j) { /* fail closed */
+				mirror_wait_part_set_message(p, "mirror %s: out of memory", t->link->name);
 				mirror_part_fail(w, i, MIRROR_TIMEOUT);
 				continue;
 			}
-			*r = (struct mirror_ref){.w = w, .t = t, .offset = p->last_offset, .part = i,
-						 .heap_idx = MIRROR_NO_HEAP, .next = w->joined};
-			w->joined = r;
-			if (mirror_heap_push(ps, r) != 0) {
-				snprintf(p->message, sizeof(p->message), "mirror %s: out of memory", t->link->name);
+			j->r = (struct mirror_ref){.w = w, .ps = ps, .offset = p->last_offset, .part = i,
+						   .heap_idx = MIRROR_NO_HEAP};
+			j->next = w->joined;
+			w->joined = j;
+			if (mirror_heap_push(ps, &j->r) != 0) {
+				mirror_wait_part_set_message(p, "mirror %s: out of memory", t->link->name);
 				mirror_part_fail(w, i, MIRROR_TIMEOUT);
 				continue;
 			}
 			t->held++;
-			w->remaining[i]++;
+			wait_remaining(w)[i]++;
 			LOG_D("mirror_wait_joined", "mirror=%s topic=%s partition=%" PRId32 " offset=%" PRId64
 			      " held_ms=%" PRId64, t->link->name, t->topic, p->partition, p->last_offset,
-			      now - w->start_ms);
+			      now - (w->deadline_ms - w->hold_ms));
 			struct mirror_link *l = t->link;
 			if (l->worker && (p->last_offset > ps->demanded || w->deadline_ms > ps->demand_until_ms)) {
 				if (p->last_offset > ps->demanded)
@@ -439,7 +558,7 @@ static void tstate_join_waiters(struct mirror_tstate *t)
 						     ps->demand_until_ms);
 			}
 			if (mirror_isr_short(ps)) {
-				mirror_isr_message(p->message, sizeof(p->message), l, ps);
+				mirror_part_isr_message(p, l, ps);
 				mirror_part_fail(w, i, MIRROR_NOT_ENOUGH_REMOTE);
 			}
 		}
@@ -463,9 +582,8 @@ static void tstate_fail_waiters(struct mirror_tstate *t)
 		while (ps && ps->nheap) {
 			struct mirror_ref *r = ps->heap[0];
 			struct mirror_wait_part *wp = &r->w->parts[r->part];
-			snprintf(wp->message, sizeof(wp->message),
-				 "mirror %s: topic fenced for failover; record not confirmed on the destination",
-				 t->link->name);
+			mirror_wait_part_set_message(wp, "mirror %s: topic fenced for failover; record not "
+						     "confirmed on the destination", t->link->name);
 			mirror_part_fail(r->w, r->part, MIRROR_TIMEOUT);
 		}
 	}

@@ -61,18 +61,17 @@ struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_reque
 	s->timeout_ms = req->timeout_ms;
 	s->ntopics = (uint32_t)req->ntopics;
 	s->nparts = (uint32_t)nparts;
-	s->parts = (struct proxy_produce_part *)(s + 1);
-	s->topics = (struct proxy_produce_topic *)(s->parts + nparts);
-	char *name = (char *)(s->topics + req->ntopics);
+	struct proxy_produce_topic *topics = (struct proxy_produce_topic *)(s->parts + nparts);
+	char *name = (char *)(topics + req->ntopics);
 	size_t i = 0;
 	for (size_t t = 0; t < req->ntopics; t++) {
 		const struct codec_produce_topic_req *rt = &req->topics[t];
-		s->topics[t].name = NULL;
-		memcpy(s->topics[t].topic_id, rt->topic_id, 16);
+		topics[t].name = NULL;
+		memcpy(topics[t].topic_id, rt->topic_id, 16);
 		if (rt->name) {
 			size_t n = strlen(rt->name) + 1;
 			memcpy(name, rt->name, n);
-			s->topics[t].name = name;
+			topics[t].name = name;
 			name += n;
 		}
 		for (size_t p = 0; p < rt->npartitions; p++)
@@ -91,7 +90,7 @@ static const struct proxy_produce_part *request_partition(struct proxy_conn *c,
 {
 	for (uint32_t i = 0; i < req->nparts; i++) {
 		const struct proxy_produce_part *q = &req->parts[i];
-		const struct proxy_produce_topic *rt = &req->topics[q->topic];
+		const struct proxy_produce_topic *rt = &proxy_produce_sum_topics(req)[q->topic];
 		const char *name = topic_name(c, rt->name, rt->topic_id);
 		if (q->partition == index && name && !strcmp(name, topic)) {
 			*kept_name = name;
@@ -104,7 +103,8 @@ static const struct proxy_produce_part *request_partition(struct proxy_conn *c,
 static bool any_topic_gated(struct proxy_conn *c, const struct proxy_produce_sum *req)
 {
 	for (uint32_t t = 0; t < req->ntopics; t++) {
-		const char *name = topic_name(c, req->topics[t].name, req->topics[t].topic_id);
+		const struct proxy_produce_topic *rt = &proxy_produce_sum_topics(req)[t];
+		const char *name = topic_name(c, rt->name, rt->topic_id);
 		/* an id not learnt yet may name a gated topic: decode to find out */
 		if (!name || mirror_gate_is_gated(c->srv->gate, name))
 			return true;
@@ -133,8 +133,9 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 		const struct conf_mirror *mi = &cf->mirrors[m];
 		size_t n = mi->name ? strlen(mi->name) : 0;
 		/* the gate's timeout message starts "mirror NAME: " (the slowest one) */
-		if (mi->offsets != CONF_OFFSETS_MM2 || !n || strncmp(wp->message, "mirror ", 7) ||
-		    strncmp(wp->message + 7, mi->name, n) || wp->message[7 + n] != ':')
+		const char *msg = mirror_wait_part_message(wp);
+		if (mi->offsets != CONF_OFFSETS_MM2 || !n || strncmp(msg, "mirror ", 7) ||
+		    strncmp(msg + 7, mi->name, n) || msg[7 + n] != ':')
 			continue;
 		char name[160], labels[200];
 		metric_label_escape(name, sizeof(name), mi->name);
@@ -154,6 +155,13 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 		last_ms = mirror_now_ms();
 		return;
 	}
+}
+
+/* Where held part i is in the response: the positions follow the parts in
+ * the same allocation (one malloc per held response, not two). */
+static inline struct proxy_held_part *held_pos(struct proxy_entry *e, size_t i)
+{
+	return (struct proxy_held_part *)(e->parts + e->nparts) + i;
 }
 
 /* Decode the kept response again, patch it and encode it into a READY frame. */
@@ -184,9 +192,9 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 			sent = code = (int16_t)answer; /* gate.timeout_answers: as configured */
 		if (sent != code)
 			metric_add(m_downmapped, 1);
-		struct codec_produce_partition_resp *p =
-			&resp.topics[e->part_pos[i].topic].partitions[e->part_pos[i].partition];
-		if (codec_produce_partition_fail(p, sent, wp->message) < 0)
+		const struct proxy_held_part *pos = held_pos(e, i);
+		struct codec_produce_partition_resp *p = &resp.topics[pos->topic].partitions[pos->partition];
+		if (codec_produce_partition_fail(p, sent, mirror_wait_part_message(wp)) < 0)
 			goto out;
 		if (wp->outcome == MIRROR_TIMEOUT)
 			warn_txn_timeout(c, e, i);
@@ -201,7 +209,7 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 		}
 		LOG_W("produce_partition_failed", "conn=%llu topic=%s partition=%d last_offset=%lld "
 		      "code=%d reason=\"%s\" suppressed=%lu", (unsigned long long)c->id, wp->topic,
-		      wp->partition, (long long)wp->last_offset, sent, wp->message, suppressed);
+		      wp->partition, (long long)wp->last_offset, sent, mirror_wait_part_message(wp), suppressed);
 		last_log_ms = now;
 		suppressed = 0;
 	}
@@ -255,11 +263,10 @@ static void hold_release_bytes(struct proxy_conn *c, struct proxy_entry *e)
 static void hold_drop_raw(struct proxy_entry *e)
 {
 	free(e->raw);
+	mirror_wait_parts_clear(e->parts, e->nparts);
 	free(e->parts);
-	free(e->part_pos);
 	e->raw = NULL;
 	e->parts = NULL;
-	e->part_pos = NULL;
 	e->nparts = 0;
 }
 
@@ -296,12 +303,13 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	size_t n = 0;
 	for (size_t t = 0; t < resp.ntopics; t++)
 		n += resp.topics[t].npartitions;
-	e->parts = calloc(n ? n : 1, sizeof(*e->parts));
-	e->part_pos = calloc(n ? n : 1, sizeof(*e->part_pos));
-	if (!e->parts || !e->part_pos) {
+	/* parts[n], then their positions pos[n]; shrunk to nparts below */
+	e->parts = calloc(n ? n : 1, sizeof(*e->parts) + sizeof(struct proxy_held_part));
+	if (!e->parts) {
 		codec_produce_response_free(&resp);
 		return -1;
 	}
+	struct proxy_held_part *pos = (struct proxy_held_part *)(e->parts + n);
 	e->nparts = 0;
 	for (size_t t = 0; t < resp.ntopics; t++) {
 		struct codec_produce_topic_resp *rt = &resp.topics[t];
@@ -316,10 +324,9 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				wp->topic = "?";
 				wp->partition = rp->index;
 				wp->outcome = MIRROR_TIMEOUT;
-				snprintf(wp->message, sizeof(wp->message),
-					 "syncgate: unknown TopicId, cannot confirm mirrors");
+				mirror_wait_part_set_message(wp, "syncgate: unknown TopicId, cannot confirm mirrors");
 				metric_add(m_unknown_id, 1);
-				e->part_pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
+				pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 				continue;
 			}
 			if (!mirror_gate_is_gated(c->srv->gate, name))
@@ -334,19 +341,24 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 			wp->partition = rp->index;
 			wp->last_offset = rp->base_offset + q->offset_span - 1;
 			wp->outcome = MIRROR_PENDING;
-			e->part_pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
+			pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 		}
 	}
 	codec_produce_response_free(&resp);
 	if (e->nparts == 0) {
 		/* nothing gated after all: forward the original bytes */
 		free(e->parts);
-		free(e->part_pos);
 		e->parts = NULL;
-		e->part_pos = NULL;
 		return 0;
 	}
-	/* keep the frame (header and body) verbatim; parts shrink to what is held */
+	/* the positions right after the parts kept; shrink to what is held */
+	memmove(held_pos(e, 0), pos, e->nparts * sizeof(*pos));
+	if (e->nparts < n) {
+		void *p = realloc(e->parts, e->nparts * (sizeof(*e->parts) + sizeof(*pos)));
+		if (p)
+			e->parts = p;
+	}
+	/* keep the frame (header and body) verbatim */
 	e->raw = malloc(len);
 	if (!e->raw)
 		return -1;
@@ -354,17 +366,9 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 	evbuffer_remove(in, e->raw, len);
 	e->raw_len = (uint32_t)len;
 	e->hdr_len = (uint32_t)hdr_len;
-	if (e->nparts < n) {
-		void *p = realloc(e->parts, e->nparts * sizeof(*e->parts));
-		void *q = realloc(e->part_pos, e->nparts * sizeof(*e->part_pos));
-		if (p)
-			e->parts = p;
-		if (q)
-			e->part_pos = q;
-	}
 
 	e->conn = c;
-	e->held_bytes = len + 4 + sizeof(*e) + e->nparts * (sizeof(*e->parts) + sizeof(*e->part_pos));
+	e->held_bytes = len + 4 + sizeof(*e) + e->nparts * (sizeof(*e->parts) + sizeof(struct proxy_held_part));
 	c->held_bytes += e->held_bytes;
 	c->srv->held_bytes += e->held_bytes;
 	metric_add(m_held, 1);

@@ -71,17 +71,22 @@ struct proxy_produce_sum {
 	int16_t acks;
 	int32_t timeout_ms;
 	uint32_t ntopics, nparts;
-	struct proxy_produce_topic {
-		const char *name;        /* v3–v12, in this allocation; NULL in v13 */
-		uint8_t topic_id[16];    /* v13 */
-	} *topics;
 	struct proxy_produce_part {
-		uint32_t topic;          /* index into topics */
+		uint32_t topic;          /* index into proxy_produce_sum_topics() */
 		int32_t partition;
 		int64_t offset_span;     /* Σ (lastOffsetDelta + 1) over its batches */
 		bool transactional;      /* its last RecordBatch is transactional (attributes bit 4) */
-	} *parts;
+	} parts[];                   /* then ntopics struct proxy_produce_topic, then the names */
 };
+struct proxy_produce_topic {
+	const char *name;        /* v3–v12, in the summary's allocation; NULL in v13 */
+	uint8_t topic_id[16];    /* v13 */
+};
+/** The topics of a summary (they follow its parts in the same allocation). */
+static inline const struct proxy_produce_topic *proxy_produce_sum_topics(const struct proxy_produce_sum *s)
+{
+	return (const struct proxy_produce_topic *)(s->parts + s->nparts);
+}
 /** Summarise a decoded Produce request (one allocation; free()). NULL on ENOMEM. */
 struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_request *req);
 
@@ -94,6 +99,7 @@ struct proxy_entry {
 	int16_t api_key;
 	int16_t api_version;       /* as sent upstream */
 	int16_t client_version;    /* as the client sent it (Produce v14 → 13 upstream) */
+	uint32_t nparts;           /* HELD: parts below (here: in the padding, issue 20) */
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
 	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
@@ -105,9 +111,8 @@ struct proxy_entry {
 						* included), decoded again at release; owned */
 	uint32_t raw_len, hdr_len;
 	struct mirror_wait_part *parts;        /* owned; topic names borrowed from `produce` or
-						* the TopicId map */
-	struct proxy_held_part *part_pos;      /* owned, parallel to parts */
-	size_t nparts;
+						* the TopicId map; followed in the same allocation
+						* by nparts struct proxy_held_part (hold.c) */
 	struct mirror_wait *wait;
 	size_t held_bytes;         /* response size counted against the hold caps */
 	struct proxy_clamp *clamp; /* consumer Fetch/ListOffsets/OffsetForLeaderEpoch: clamp to the

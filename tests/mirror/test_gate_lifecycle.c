@@ -125,6 +125,7 @@ static void on_done(void *arg, struct mirror_wait_part *parts, size_t n)
 	struct cbrec *r = arg;
 	r->calls++;
 	r->o = parts[0].outcome;
+	mirror_wait_parts_clear(parts, n); /* the parts own their messages; not checked here */
 }
 
 static void promote2(const char *topic)

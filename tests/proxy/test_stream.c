@@ -616,7 +616,7 @@ Test(proxy_stream, produce_request_streams_at_every_split_and_keeps_what_the_gat
 		cr_assert_eq(e->produce->nparts, 1);
 		cr_assert_eq(e->produce->parts[0].partition, 3);
 		cr_assert_eq(e->produce->parts[0].offset_span, 15, "3 batches of 5 records");
-		cr_assert_str_eq(e->produce->topics[0].name, "t");
+		cr_assert_str_eq(proxy_produce_sum_topics(e->produce)[0].name, "t");
 		cr_assert_eq(f.c->tx.state, PROXY_RX_FRAME);
 		free(out.p);
 		fixture_fini(&f);
