@@ -67,6 +67,9 @@ struct mirror_pstate {
 	struct mirror_tstate *t;    /* owner */
 	int64_t progress;           /* first offset not durable on the destination, -1 unknown */
 	int64_t sampled_hw;         /* source HW sampled before a progress value, -1 unknown */
+	int64_t sampled_ms;         /* mirror_now_ms() when sampled_hw was applied (read before it) */
+	int64_t suspect_us;         /* CLOCK_MONOTONIC µs the source was seen gone back (wait.c), 0
+				     * none: progress read before it is ignored (report.c) */
 	int32_t isr, min_isr;       /* destination, -1 unknown */
 	int64_t failing_since_ms;   /* -1 when healthy (lifecycle: all-partitions-failing demote) */
 	char reason[64];            /* last failure reason */
@@ -401,6 +404,10 @@ int mirror_workers_stopping(void);
 /* Block until every stopped worker has ended: before freeing what they post
  * to (the bridge). Loop thread, at gate free. */
 void mirror_workers_wait_stopped(void);
+/* The source partition may have gone back (mirror_gate_wait_since): report no
+ * progress of it until a later source HW sample confirms it (progress.c).
+ * Loop thread; takes the worker's table mutex briefly. */
+void mirror_worker_suspect(struct mirror_worker *w, const char *topic, int32_t partition);
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable
  * or `until_ms` (monotonic ms) passes: in `poll` mode a known partition is
  * queued on its destination leader's lane at once (polled now, or right after

@@ -143,6 +143,18 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 				     size_t nparts, int64_t deadline_ms,
 				     mirror_wait_cb cb, void *arg);
 
+/**
+ * mirror_gate_wait() for records appended by a request that arrived at
+ * `since_ms` (mirror_now_ms()): a source HW sampled before then and above a
+ * part's last offset proves the source partition went back (deleted and
+ * recreated, or truncated) — the destination's offsets name other records —
+ * so that mirror's progress is forgotten (logged) and the part is held, not
+ * released by it. Loop thread.
+ */
+struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_wait_part *parts,
+					   size_t nparts, int64_t since_ms, int64_t deadline_ms,
+					   mirror_wait_cb cb, void *arg);
+
 /** Forget a wait (its connection closed); `cb` is not called. Loop thread. */
 void mirror_wait_cancel(struct mirror_wait *w);
 
@@ -199,6 +211,10 @@ struct mirror_report {
 				 * not follow although the destination moves (e.g.
 				 * "offset-syncs behind the destination"), "" when it
 				 * no longer stalls; syncgate_mirror_stalled_partitions */
+	bool diverged;          /* the destination is ahead of the source (a destination
+				 * HW read before a source HW sample exceeded it: the
+				 * source partition was recreated or truncated): the
+				 * gate forgets the partition's progress; with `error` */
 	int64_t read_us;        /* CLOCK_MONOTONIC µs at which the worker read `progress`
 				 * (0: unknown): syncgate_mirror_release_delay_seconds */
 };

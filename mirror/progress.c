@@ -347,17 +347,74 @@ static size_t all_partitions(struct mirror_worker *w, struct mirror_wref **refs)
 	return k;
 }
 
+/*
+ * Offsets are preserved, so a destination HW read before a source HW sample
+ * is at most that sample, and source samples never go back — unless the
+ * source partition was deleted and recreated, or truncated (unclean leader
+ * election). Then the destination's offsets name other records, and a release
+ * by them would be a false ack. So a partition's progress is reported only
+ * once *confirmed* (a progress read before a sample was at most it: the first
+ * round after a worker starts confirms), and a partition is *diverged* — its
+ * reports become failures (mirror_worker_report) — while a progress read
+ * before a sample is above it or the source went back; a later round with the
+ * destination at or below the source ends it. The window left: records
+ * produced after the source went back and before this round sees it.
+ * `before`: progress read before `hw` (-1 unknown); `hw` -1: the source has no
+ * such partition now. True while diverged. tmu held.
+ */
+static bool check_diverged(struct mirror_worker *w, struct mirror_wtopic *t, int32_t p, int64_t before,
+			   int64_t hw)
+{
+	struct mirror_wpart *wp = &t->parts[p];
+	if (hw < 0 && wp->seen_src_hw < 0) { /* never seen: nothing to compare yet */
+		wp->confirmed = false;
+		return false;
+	}
+	bool back = hw < 0 || hw < wp->seen_src_hw;
+	bool ahead = hw >= 0 && before >= 0 && before > hw;
+	if (back || ahead) {
+		if (!wp->diverged)
+			LOG_E("mirror_destination_ahead_of_source", "mirror=%s topic=%s partition=%d destination_hw=%lld "
+			      "source_hw=%lld previous_source_hw=%lld reason=\"the source partition was recreated or "
+			      "truncated: the destination's records at these offsets are other records\" action=\"no "
+			      "ack uses this partition's progress until the destination is at or below the source: "
+			      "recreate the destination topic and mirror again, or stop gating the topic "
+			      "(--alter --async)\"", w->name, t->topic, (int)p, (long long)before, (long long)hw,
+			      (long long)wp->seen_src_hw);
+		wp->diverged = true;
+		wp->confirmed = false;
+	} else if (before >= 0) {
+		if (wp->diverged)
+			LOG_I("mirror_destination_no_longer_ahead", "mirror=%s topic=%s partition=%d "
+			      "destination_hw=%lld source_hw=%lld", w->name, t->topic, (int)p, (long long)before,
+			      (long long)hw);
+		wp->diverged = false;
+		wp->confirmed = true;
+	}
+	if (hw >= 0)
+		wp->seen_src_hw = hw;
+	if (wp->diverged && hw >= 0)
+		mirror_worker_report(w, t, p, -1, hw, -1, -1, NULL);
+	return wp->diverged;
+}
+
 void mirror_poll_background(struct mirror_worker *w)
 {
 	struct mirror_wref *refs;
 	pthread_mutex_lock(&w->tmu);
 	size_t n = all_partitions(w, &refs);
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
-	for (size_t i = 0; i < n; i++)
+	/* progress read before the source HW below: never above it unless the
+	 * source partition went back (recreated, truncated) */
+	int64_t *before = calloc(n ? n : 1, sizeof(*before));
+	for (size_t i = 0; i < n; i++) {
 		rd_kafka_topic_partition_list_add(l, w->topics[refs[i].topic].topic, refs[i].partition)->offset =
 			RD_KAFKA_OFFSET_END;
+		if (before)
+			before[i] = w->topics[refs[i].topic].parts[refs[i].partition].progress;
+	}
 	pthread_mutex_unlock(&w->tmu);
-	if (n == 0)
+	if (n == 0 || !before)
 		goto out;
 	/* 1. source HW first ... (the table only grows on this thread: refs stay valid) */
 	rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(w->src, l, MIRROR_W_RPC_MS);
@@ -375,6 +432,18 @@ void mirror_poll_background(struct mirror_worker *w)
 		int32_t p = refs[i].partition;
 		struct mirror_wpart *wp = &t->parts[p];
 		int64_t hw = !err && !l->elems[i].err ? l->elems[i].offset : -1;
+		rd_kafka_resp_err_t perr = err ? err : l->elems[i].err;
+		bool gone = perr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || perr == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
+			    perr == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+		if (w->offsets != CONF_OFFSETS_MM2 && (hw >= 0 || gone) &&
+		    check_diverged(w, t, p, before[i], gone ? -1 : hw)) {
+			wp->src_hw = hw;
+			if (hw >= 0) {
+				wp->bg_hw = hw; /* read progress again: it tells when the divergence ends */
+				mirror_lane_enqueue(w, refs[i].topic, p);
+			}
+			continue;
+		}
 		wp->src_hw = hw;
 		if (hw < 0)
 			continue;
@@ -399,5 +468,6 @@ void mirror_poll_background(struct mirror_worker *w)
 		mm2_check_syncs(w, refs, n);
 out:
 	rd_kafka_topic_partition_list_destroy(l);
+	free(before);
 	free(refs);
 }

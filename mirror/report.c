@@ -74,6 +74,8 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 		return;
 	int64_t now = mirror_now_ms();
 
+	if (r->diverged) /* nothing the destination holds proves anything for this partition */
+		ps->progress = ps->sampled_hw = -1;
 	if (r->error) {
 		count_failure(l, t->topic, r->partition, r->error);
 		if (ps->failing_since_ms < 0) {
@@ -115,10 +117,15 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 			LOG_W("mirror_partition_under_min_isr", "mirror=%s topic=%s partition=%" PRId32
 			      " isr=%" PRId32 " min_isr=%" PRId32, l->name, t->topic, r->partition, ps->isr, ps->min_isr);
 	}
-	if (r->progress >= 0) {
+	bool stale = ps->suspect_us && r->read_us < ps->suspect_us; /* read before the source went back */
+	if (r->progress >= 0 && !stale && ps->suspect_us)
+		ps->suspect_us = 0; /* the worker confirmed it against a later source sample */
+	if (r->progress >= 0 && !stale) {
 		ps->progress = r->progress;
-		if (r->source_hw >= 0)
+		if (r->source_hw >= 0) {
 			ps->sampled_hw = r->source_hw;
+			ps->sampled_ms = now;
+		}
 		struct mirror_ref *top;
 		int64_t released = 0;
 		while ((top = mirror_heap_top(ps)) != NULL && top->offset < ps->progress) {

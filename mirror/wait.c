@@ -343,9 +343,34 @@ static void parts_fail_oom(struct mirror_wait_part *parts, size_t nparts)
 	}
 }
 
+/* The source partition went back since ps's sample (mirror_gate_wait_since):
+ * forget the progress that names other records. */
+static void source_went_back(struct mirror_link *l, struct mirror_pstate *ps, const struct mirror_wait_part *p)
+{
+	LOG_E("mirror_source_went_back", "mirror=%s topic=%s partition=%d last_offset=%lld source_hw_before=%lld "
+	      "destination_hw=%lld reason=\"a record appended after a source HW sample is below it: the source "
+	      "partition was recreated or truncated\" action=\"held, not released by the destination's old "
+	      "records; recreate the destination topic and mirror again, or --alter --async\"",
+	      l->name, p->topic, (int)p->partition, (long long)p->last_offset, (long long)ps->sampled_hw,
+	      (long long)ps->progress);
+	ps->progress = ps->sampled_hw = -1;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ps->suspect_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	if (l->worker) /* its reports from now on: only after a source sample confirms */
+		mirror_worker_suspect(l->worker, p->topic, p->partition);
+}
+
 struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_part *parts,
 				     size_t nparts, int64_t deadline_ms,
 				     mirror_wait_cb cb, void *arg)
+{
+	return mirror_gate_wait_since(g, parts, nparts, -1, deadline_ms, cb, arg);
+}
+
+struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_wait_part *parts,
+					   size_t nparts, int64_t since_ms, int64_t deadline_ms,
+					   mirror_wait_cb cb, void *arg)
 {
 	int64_t now = mirror_now_ms();
 	/* Count the refs: one per (part, gating mirror). */
@@ -413,6 +438,12 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 				fail_msg_link = l->name;
 				continue;
 			}
+			/* appended at or past the source's end when the request
+			 * arrived, so below a sample taken before then only if
+			 * the partition went back */
+			if (since_ms >= 0 && l->cm && l->cm->offsets == CONF_OFFSETS_PRESERVED &&
+			    ps->sampled_hw > p->last_offset && ps->sampled_ms < since_ms)
+				source_went_back(l, ps, p);
 			if (ps->progress > p->last_offset) {
 				metric_observe(l->m_latency, 0);
 				mirror_pstate_confirm(t, ps, p->partition, p->last_offset + 1);

@@ -423,6 +423,15 @@ void mirror_workers_wait_stopped(void)
 	pthread_mutex_unlock(&reaping.mu);
 }
 
+void mirror_worker_suspect(struct mirror_worker *w, const char *topic, int32_t partition)
+{
+	pthread_mutex_lock(&w->tmu);
+	struct mirror_wtopic *kt = mirror_worker_topic(w, topic, false);
+	if (kt && partition >= 0 && partition < kt->npart_alloc)
+		kt->parts[partition].confirmed = false;
+	pthread_mutex_unlock(&w->tmu);
+}
+
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
 			  int64_t need, int64_t until_ms)
 {

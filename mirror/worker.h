@@ -44,6 +44,7 @@
 #define MIRROR_W_SLOW_MS 10000    /* how long a leader stays suspect after a timeout */
 #define MIRROR_W_SYNCS_STALL_MS 3000 /* mm2: destination ahead of the offset-syncs this long → stalled */
 #define MIRROR_W_BG_CHUNK 2000    /* background partitions per lane request (beside the demanded) */
+#define MIRROR_DIVERGED_ERROR "DESTINATION_AHEAD_OF_SOURCE"
 #define MIRROR_W_MAX_LANES 64     /* lanes per mirror; leaders beyond share lane 0 (unknown leader) */
 
 struct mirror_wdemand {
@@ -66,6 +67,12 @@ struct mirror_wpart {
 	int64_t tail_hw;     /* tail: last cached destination HW reported */
 	int32_t leader;      /* destination leader (Metadata), -1 unknown */
 	bool failing;        /* last attempt reported an error */
+	bool diverged;       /* the destination is ahead of the source (progress.c,
+			      * check_diverged): progress is reported as a failure */
+	int64_t seen_src_hw; /* the last source HW sampled (not reset by a failed sample) */
+	bool confirmed;      /* preserved offsets: a progress read before a later source HW
+			      * sample was at most that sample; until then (a new worker or
+			      * partition, a source partition gone) progress is not reported */
 	bool queued;         /* in a lane's queue */
 };
 

@@ -16,9 +16,20 @@ void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	const struct mirror_wpart *wp = w->offsets != CONF_OFFSETS_MM2 && p >= 0 && p < t->npart_alloc
+						? &t->parts[p] : NULL;
+	if (wp && wp->diverged && !error) { /* never a progress of a diverged partition */
+		progress = -1;
+		error = MIRROR_DIVERGED_ERROR;
+	} else if (wp && !wp->confirmed && progress >= 0) {
+		progress = -1; /* not yet shown to name the source's records */
+		if (!error && isr < 0 && min_isr < 0)
+			return;
+	}
 	struct mirror_report r = {
 		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
 		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
+		.diverged = wp && wp->diverged,
 		.read_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
 	};
 	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
@@ -53,7 +64,7 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .bg_hw = -1,
 						     .isr = -1, .min_isr = -1,
 						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
-						     .syncs_behind_since_ms = -1, .tail_hw = -1,
+						     .syncs_behind_since_ms = -1, .tail_hw = -1, .seen_src_hw = -1,
 						     .leader = -1};
 		t->parts = a;
 		t->npart_alloc = n;

@@ -383,8 +383,8 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		timeout = c->srv->conf->gate_max_hold_ms;
 	proxy_entry_set_state(c, e, PROXY_ENTRY_HELD);
 	/* parts already failed safe (unknown TopicId) are left as they are by the gate */
-	e->wait = mirror_gate_wait(c->srv->gate, e->parts, e->nparts, e->arrival_ms + timeout,
-				   hold_done_cb, e);
+	e->wait = mirror_gate_wait_since(c->srv->gate, e->parts, e->nparts, e->arrival_ms,
+					 e->arrival_ms + timeout, hold_done_cb, e);
 	if (!e->wait) {
 		/* resolved at once (or every part failed safe above) */
 		hold_release_bytes(c, e);

@@ -419,3 +419,47 @@ Test(mirror_worker, removed_mirror_stops_off_the_loop, .timeout = 90)
 	rd_kafka_mock_broker_set_rtt(mc_dst, 1, 0);
 	stop();
 }
+
+/* A source partition recreated (or truncated) while the destination keeps its
+ * records: the destination's HW is above the source's, and its offsets name
+ * other records. Releasing by them would be a false ack (found by a new-user
+ * trial: delete + recreate the source topic, then acks=all succeeded with the
+ * mirror paused). The partition fails closed until the destination is back at
+ * or below the source. */
+Test(mirror_worker, destination_ahead_of_source_never_releases, .timeout = 90)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();                 /* orders-0: 10 on both sides */
+	produce(mc_dst, 0, 20);     /* the destination at 30 ... */
+	produce(mc_src, 0, 1);      /* ... the source at 11: lag, so the destination is read */
+	struct mirror_partition_info pi = {0};
+	int64_t end = mirror_now_ms() + 20000;
+	while (mirror_now_ms() < end) {
+		run_ms(50);
+		if (mirror_gate_partition_info(g, "mock-dr", "orders", 0, &pi) == 0 && pi.failing_since_ms >= 0)
+			break;
+	}
+	cr_assert(pi.failing_since_ms >= 0, "the partition is failing once the destination is seen ahead");
+	cr_assert_str_eq(pi.reason, "DESTINATION_AHEAD_OF_SOURCE");
+	/* the source's record at offset 10: the destination's offset 10 is another record */
+	struct mirror_wait_part p0 = {.topic = "orders", .partition = 0, .last_offset = 10};
+	struct outrec o = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p0, 1, mirror_now_ms() + 4000, on_out, &o));
+	end = mirror_now_ms() + 20000;
+	while (!o.calls && mirror_now_ms() < end)
+		run_ms(20);
+	cr_assert_eq(o.calls, 1);
+	cr_assert_neq(o.outcome, MIRROR_SATISFIED, "never released by a destination that is ahead");
+	/* the source catches up past the destination: progress counts again */
+	produce(mc_src, 0, 25);     /* source 36 > destination 30 */
+	produce(mc_dst, 0, 6);      /* destination 36 (a test mirror writing the source's records) */
+	struct mirror_wait_part p1 = {.topic = "orders", .partition = 0, .last_offset = 35};
+	struct outrec o1 = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p1, 1, mirror_now_ms() + 30000, on_out, &o1));
+	end = mirror_now_ms() + 30000;
+	while (!o1.calls && mirror_now_ms() < end)
+		run_ms(20);
+	cr_assert_eq(o1.calls, 1);
+	cr_assert_eq(o1.outcome, MIRROR_SATISFIED, "released once the destination is not ahead any more");
+	stop();
+}
