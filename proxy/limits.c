@@ -30,6 +30,8 @@ bool proxy_rate_take(struct proxy_rate *r, int rate, int64_t now_ms)
 	return true;
 }
 
+struct proxy_log_limit proxy_malformed_log;
+
 bool proxy_log_allow(struct proxy_log_limit *l, int64_t now_ms, uint64_t *suppressed)
 {
 	if (l->last_ms != 0 && now_ms - l->last_ms < 1000) {

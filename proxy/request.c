@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 static struct metric *m_frames[2], *m_bytes_in, *m_acks0;
 
@@ -141,9 +142,11 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 	}
 	enum codec_err err = codec_produce_request_decode(iov, niov, wire_version, req);
 	if (err != CODEC_OK) {
-		LOG_W("request_malformed", "conn=%llu peer=%s api=Produce version=%d error=%s offset=%zu",
-		      (unsigned long long)c->id, c->peer, h->api_version, codec_err_str(err),
-		      body + codec_err_offset());
+		uint64_t swallowed = 0;
+		if (proxy_log_allow(&proxy_malformed_log, mirror_now_ms(), &swallowed))
+			LOG_W("request_malformed", "conn=%llu peer=%s api=Produce version=%d error=%s offset=%zu "
+			      "suppressed=%llu", (unsigned long long)c->id, c->peer, h->api_version,
+			      codec_err_str(err), body + codec_err_offset(), (unsigned long long)swallowed);
 		codec_produce_request_free(req);
 		free(req);
 		return -1;
@@ -229,8 +232,11 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		err = niov < 0 ? CODEC_ERR_BAD_MSG : codec_request_header_decode(iov, niov, &h);
 	}
 	if (err != CODEC_OK) {
-		LOG_W("request_malformed", "conn=%llu peer=%s error=%s offset=%zu", (unsigned long long)c->id,
-		      c->peer, codec_err_str(err), 4 + codec_err_offset());
+		uint64_t swallowed = 0;
+		if (proxy_log_allow(&proxy_malformed_log, mirror_now_ms(), &swallowed))
+			LOG_W("request_malformed", "conn=%llu peer=%s error=%s offset=%zu suppressed=%llu",
+			      (unsigned long long)c->id, c->peer, codec_err_str(err), 4 + codec_err_offset(),
+			      (unsigned long long)swallowed);
 		return -1;
 	}
 	proxy_client_note(c, in, len, &h, iov, niov);

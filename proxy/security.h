@@ -43,6 +43,9 @@ struct proxy_log_limit {
  */
 bool proxy_log_allow(struct proxy_log_limit *l, int64_t now_ms, uint64_t *suppressed);
 
+/** The request_malformed lines (client input: one a second, loop thread). */
+extern struct proxy_log_limit proxy_malformed_log;
+
 /**
  * Accept-time admission of a client connection on a Kafka listener:
  * limits.max_connections (against srv->nconns) and

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 /* Opaque bytes worth a splice (below it two syscalls cost more than a copy). */
 #define SPLICE_MIN (16u << 10)
@@ -814,9 +815,12 @@ static int tx_finish(struct proxy_conn *c)
 
 static int tx_bad(struct proxy_conn *c, enum codec_err err)
 {
-	LOG_W("request_malformed", "conn=%llu peer=%s api=Produce streamed=1 where=%s error=%s offset=%zu",
-	      (unsigned long long)c->id, c->peer, codec_stream_stage_str(c->tx.ps.stage),
-	      codec_err_str(err), c->tx.frame - c->tx.left + codec_err_offset());
+	uint64_t swallowed = 0;
+	if (proxy_log_allow(&proxy_malformed_log, mirror_now_ms(), &swallowed))
+		LOG_W("request_malformed", "conn=%llu peer=%s api=Produce streamed=1 where=%s error=%s "
+		      "offset=%zu suppressed=%llu", (unsigned long long)c->id, c->peer,
+		      codec_stream_stage_str(c->tx.ps.stage), codec_err_str(err),
+		      c->tx.frame - c->tx.left + codec_err_offset(), (unsigned long long)swallowed);
 	proxy_conn_close(c, "malformed client frame");
 	return -1;
 }
