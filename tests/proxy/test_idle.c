@@ -13,69 +13,39 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proxy/proxy.h"
+#include "pair.h"
 
-struct fixture {
-	struct event_base *base;
-	struct conf *conf;
-	struct proxy_server srv;
-	struct proxy_conn *c;
-	int cl;   /* the client's end */
-	int up;   /* the broker's end */
-};
-
-static struct conf *load(int idle_ms)
+static void idle_yaml(char *yaml, size_t n, int idle_ms)
 {
-	char yaml[512];
-	snprintf(yaml, sizeof(yaml),
+	snprintf(yaml, n,
 		 "mode: sidecar\n"
 		 "listen:\n  kafka: 127.0.0.1:19092\n"
 		 "upstream:\n  broker: 127.0.0.1:9092\n"
 		 "advertise:\n  template: \"127.0.0.1:19092\"\n"
 		 "mirrors: []\n"
 		 "limits:\n  client_idle_ms: %d\n", idle_ms);
+}
+
+static struct conf *load(int idle_ms)
+{
+	char yaml[512];
+	idle_yaml(yaml, sizeof(yaml), idle_ms);
 	struct conf_errors errs = { 0 };
 	struct conf *cf = conf_load_string("t.yaml", yaml, strlen(yaml), &errs);
-	if (!cf)
-		conf_errors_print(&errs);
 	cr_assert(cf);
 	return cf;
 }
 
 static void fixture_init(struct fixture *f, int idle_ms)
 {
-	int a[2], b[2];
-	memset(f, 0, sizeof(*f));
-	signal(SIGPIPE, SIG_IGN);
-	f->conf = load(idle_ms);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
-	f->base = event_base_new();
-	f->srv.base = f->base;
-	f->srv.conf = f->conf;
-	f->srv.topic_ids = proxy_topic_ids_new();
-	TAILQ_INIT(&f->srv.conns);
-	TAILQ_INIT(&f->srv.listeners);
-	evutil_make_socket_nonblocking(a[0]);
-	evutil_make_socket_nonblocking(b[0]);
-	f->c = proxy_conn_new_fds(&f->srv, a[0], b[0]);
-	cr_assert(f->c);
-	f->cl = a[1];
-	f->up = b[1];
-	fcntl(f->up, F_SETFL, O_NONBLOCK);
-	fcntl(f->cl, F_SETFL, O_NONBLOCK);
+	char yaml[512];
+	idle_yaml(yaml, sizeof(yaml), idle_ms);
+	pair_init(f, yaml);
 }
 
 static void fixture_fini(struct fixture *f)
 {
-	struct proxy_conn *c;
-	while ((c = TAILQ_FIRST(&f->srv.conns)))
-		proxy_conn_free(c);
-	proxy_topic_ids_free(f->srv.topic_ids);
-	event_base_free(f->base);
-	conf_free(f->conf);
-	close(f->cl);
-	close(f->up);
+	pair_fini(f);
 }
 
 static void stop_cb(evutil_socket_t fd, short what, void *arg)

@@ -1,0 +1,54 @@
+/* tests/proxy/pair.c — see pair.h. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "pair.h"
+
+void pair_init(struct fixture *f, const char *yaml)
+{
+	int a[2], b[2];
+	memset(f, 0, sizeof(*f));
+	signal(SIGPIPE, SIG_IGN); /* as main.c: splice(2) has no MSG_NOSIGNAL */
+	struct conf_errors errs = { 0 };
+	f->conf = conf_load_string("t.yaml", yaml, strlen(yaml), &errs);
+	if (!f->conf)
+		conf_errors_print(&errs);
+	cr_assert(f->conf);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	f->base = event_base_new();
+	f->srv.base = f->base;
+	f->srv.conf = f->conf;
+	f->srv.topic_ids = proxy_topic_ids_new();
+	TAILQ_INIT(&f->srv.conns);
+	TAILQ_INIT(&f->srv.listeners);
+	evutil_make_socket_nonblocking(a[0]);
+	evutil_make_socket_nonblocking(b[0]);
+	if (getenv("SG_TEST_DEBUG"))
+		conf_log_set_level(LOG_DEBUG);
+	f->c = proxy_conn_new_fds(&f->srv, a[0], b[0]);
+	cr_assert(f->c);
+	f->cl = a[1];
+	f->up = b[1];
+	fcntl(f->up, F_SETFL, O_NONBLOCK);
+	fcntl(f->cl, F_SETFL, O_NONBLOCK);
+}
+
+void pair_fini(struct fixture *f)
+{
+	struct proxy_conn *c;
+	while ((c = TAILQ_FIRST(&f->srv.conns)))
+		proxy_conn_free(c);
+	proxy_topic_ids_free(f->srv.topic_ids);
+	event_base_free(f->base);
+	conf_free(f->conf);
+	if (f->cl >= 0)
+		close(f->cl);
+	if (f->up >= 0)
+		close(f->up);
+}
