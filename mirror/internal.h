@@ -369,6 +369,9 @@ int32_t mirror_rk_partitions(struct rd_kafka_s *rk, const char *topic, char *err
 /* Whether a librdkafka error means "cluster unreachable". Any thread. */
 bool mirror_rk_unreachable(int e);
 
+/* store.c: FNV-1a of a NUL-terminated string (the topic hash tables). Pure. */
+uint64_t mirror_hash_str(const char *s);
+
 /* failover.c: failover/verify calls and their job threads */
 void mirror_failover_job_done(struct mirror_gate *g, struct mirror_failover *f);
 void mirror_failover_free_all(struct mirror_gate *g);

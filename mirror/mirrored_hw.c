@@ -14,8 +14,9 @@
  * partition passes an offset. Progress reports (gate.c apply_report) and
  * mirror type changes (tstate_settle) call mirror_hw_progressed(); fired
  * watches run their callback from a deferred event, never inside the report
- * that moved the HW. A linear list: there are at most as many watches as
- * held Fetch partitions, bounded by the proxy's held-bytes caps.
+ * that moved the HW. Armed watches are indexed by (topic, partition), so a
+ * report costs only its own partition's watches; there are at most as many
+ * as held Fetch partitions, bounded by the proxy's held-bytes caps.
  *
  * Loop thread only.
  */
@@ -35,13 +36,21 @@ struct mirror_hw_watch {
 	struct mirror_hw_watch *next, **pprev;
 };
 
+#define HW_BUCKETS 1024 /* armed watches by (topic, partition); a power of two */
+
 struct mirror_hw {
 	struct mirror_gate *g;
 	struct event *fire_ev;      /* runs fired callbacks outside report handling */
-	struct mirror_hw_watch *watches; /* armed */
+	struct mirror_hw_watch *armed[HW_BUCKETS];
 	struct mirror_hw_watch *fired;   /* fired, callback pending */
-	size_t nwatches;
+	size_t nwatches, narmed;
 };
+
+static size_t bucket(const char *topic, int32_t partition)
+{
+	return (size_t)((mirror_hash_str(topic) ^ (uint64_t)(uint32_t)partition * 0x9e3779b97f4a7c15ull) &
+			(HW_BUCKETS - 1));
+}
 
 static void list_unlink(struct mirror_hw_watch *w)
 {
@@ -152,8 +161,9 @@ struct mirror_hw_watch *mirror_gate_hw_watch(struct mirror_gate *g, const char *
 	w->above = above;
 	w->cb = cb;
 	w->arg = arg;
-	list_push(&hw->watches, w);
+	list_push(&hw->armed[bucket(topic, partition)], w);
 	hw->nwatches++;
+	hw->narmed++;
 	/* ask the gating mirrors for prompt progress, as a held Produce does */
 	for (size_t i = 0; i < g->nlinks; i++) {
 		struct mirror_link *l = g->links[i];
@@ -184,27 +194,41 @@ void mirror_hw_watch_cancel(struct mirror_hw_watch *w)
 		return;
 	list_unlink(w);
 	w->hw->nwatches--;
+	if (!w->fired)
+		w->hw->narmed--;
 	free(w->topic);
 	free(w);
 }
 
-void mirror_hw_progressed(struct mirror_gate *g, const char *topic, int32_t partition)
+/* Fire the armed watches of bucket k on (topic, partition; -1: any) whose
+ * mirrored HW passed their offset. */
+static void progressed_bucket(struct mirror_hw *hw, size_t k, const char *topic, int32_t partition)
 {
-	struct mirror_hw *hw = g->hw;
-	if (!hw || !hw->watches)
-		return;
-	struct mirror_hw_watch *w = hw->watches, *next;
+	struct mirror_hw_watch *w = hw->armed[k], *next;
 	for (; w; w = next) {
 		next = w->next;
 		if (strcmp(w->topic, topic) != 0 || (partition >= 0 && w->partition != partition))
 			continue;
 		int64_t m;
-		if (mirror_gate_mirrored_hw(g, topic, w->partition, &m) == 1 && m <= w->above)
+		if (mirror_gate_mirrored_hw(hw->g, topic, w->partition, &m) == 1 && m <= w->above)
 			continue;
 		list_unlink(w);
 		w->fired = true;
+		hw->narmed--;
 		list_push(&hw->fired, w);
 	}
+}
+
+void mirror_hw_progressed(struct mirror_gate *g, const char *topic, int32_t partition)
+{
+	struct mirror_hw *hw = g->hw;
+	if (!hw || !hw->narmed)
+		return;
+	if (partition >= 0)
+		progressed_bucket(hw, bucket(topic, partition), topic, partition);
+	else /* a mirror type change: every partition of the topic */
+		for (size_t k = 0; k < HW_BUCKETS && hw->narmed; k++)
+			progressed_bucket(hw, k, topic, -1);
 	if (hw->fired)
 		event_active(hw->fire_ev, EV_TIMEOUT, 0);
 }
@@ -214,8 +238,9 @@ void mirror_hw_free(struct mirror_gate *g)
 	struct mirror_hw *hw = g->hw;
 	if (!hw)
 		return;
-	while (hw->watches)
-		mirror_hw_watch_cancel(hw->watches);
+	for (size_t k = 0; k < HW_BUCKETS; k++)
+		while (hw->armed[k])
+			mirror_hw_watch_cancel(hw->armed[k]);
 	while (hw->fired)
 		mirror_hw_watch_cancel(hw->fired);
 	event_free(hw->fire_ev);

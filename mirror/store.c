@@ -11,7 +11,7 @@
 
 #include "mirror/internal.h"
 
-static uint64_t hash_str(const char *s)
+uint64_t mirror_hash_str(const char *s)
 {
 	uint64_t h = 1469598103934665603ull;
 	for (; *s; s++)
@@ -60,7 +60,7 @@ static int link_grow(struct mirror_link *l)
 		struct mirror_tstate *t = l->buckets[i];
 		while (t) {
 			struct mirror_tstate *next = t->next;
-			size_t k = hash_str(t->topic) & (nb - 1);
+			size_t k = mirror_hash_str(t->topic) & (nb - 1);
 			t->next = b[k];
 			b[k] = t;
 			t = next;
@@ -75,7 +75,7 @@ static int link_grow(struct mirror_link *l)
 struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic, bool create)
 {
 	if (l->nbuckets) {
-		for (struct mirror_tstate *t = l->buckets[hash_str(topic) & (l->nbuckets - 1)]; t; t = t->next)
+		for (struct mirror_tstate *t = l->buckets[mirror_hash_str(topic) & (l->nbuckets - 1)]; t; t = t->next)
 			if (strcmp(t->topic, topic) == 0)
 				return t;
 	}
@@ -109,7 +109,7 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 					"(mm2: offset-syncs behind the destination; see describe's stall_reason)",
 					l->name, topic);
 	mirror_tstate_metrics(t);
-	size_t k = hash_str(topic) & (l->nbuckets - 1);
+	size_t k = mirror_hash_str(topic) & (l->nbuckets - 1);
 	t->next = l->buckets[k];
 	l->buckets[k] = t;
 	l->ntopics++;

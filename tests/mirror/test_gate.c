@@ -560,3 +560,62 @@ Test(mirror, sync_topics_are_anchored_regexes)
 		cr_assert_eq(ti.desired, cases[i].want, "%s", cases[i].topic);
 	}
 }
+
+/* A record appended after a source HW sample, at an offset below it: the
+ * source partition went back (recreated or truncated), and the destination's
+ * progress names other records — never released by it. A sample taken after
+ * the request arrived proves nothing (the HW may include the record). */
+Test(mirror, source_gone_back_is_not_released_by_old_progress)
+{
+	promote("dr-east", "orders", 1, 20);
+	struct mirror_wait_part p[1] = {part("orders", 0, 3)};
+	struct cbrec r = {0};
+	struct mirror_wait *w = mirror_gate_wait_since(g, p, 1, mirror_now_ms() + 1, mirror_now_ms() + 5000,
+						      on_done, &r);
+	cr_assert_not_null(w, "held, not satisfied by the destination's old offsets");
+	progress("dr-east", "orders", 0, 30); /* read before the source was seen gone back */
+	cr_assert_eq(r.calls, 0, "a progress read before the suspicion does not release");
+	struct mirror_partition_info pi;
+	cr_assert_eq(mirror_gate_partition_info(g, "dr-east", "orders", 0, &pi), 0);
+	cr_assert_eq(pi.progress, -1, "the old progress is forgotten");
+	mirror_wait_cancel(w);
+
+	/* control: the sample may postdate the append — same offsets, satisfied */
+	promote("dr-east", "payments", 1, 20);
+	struct mirror_wait_part q[1] = {part("payments", 0, 3)};
+	cr_assert_null(mirror_gate_wait_since(g, q, 1, 0, mirror_now_ms() + 5000, on_done, &r));
+	cr_assert_eq(q[0].outcome, MIRROR_SATISFIED);
+}
+
+static void count_fire(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* Held-fetch watches are indexed by partition: a report fires only the
+ * watches of its own partition whose offset the mirrored HW passed. */
+Test(mirror, hw_watches_fire_per_partition)
+{
+	promote("dr-east", "orders", 12, 10);
+	int fired[4] = {0};
+	struct mirror_hw_watch *ws[4];
+	for (int32_t p = 0; p < 4; p++)
+		cr_assert_not_null(ws[p] = mirror_gate_hw_watch(g, "orders", p, 12, mirror_now_ms() + 5000,
+								count_fire, &fired[p]));
+	int many = 0;
+	for (int i = 0; i < 2000; i++) /* others on partitions 4..11, far ahead */
+		cr_assert_not_null(mirror_gate_hw_watch(g, "orders", 4 + i % 8, 1000, mirror_now_ms() + 5000,
+							count_fire, &many));
+	progress("dr-east", "orders", 1, 12);
+	cr_assert_eq(fired[1], 0, "12 is not past 12");
+	progress("dr-east", "orders", 1, 13);
+	cr_assert_eq(fired[1], 1);
+	cr_assert_eq(fired[0] + fired[2] + fired[3], 0, "other partitions' watches stay armed");
+	mirror_hw_watch_cancel(ws[2]);
+	progress("dr-east", "orders", 2, 20);
+	cr_assert_eq(fired[2], 0, "a cancelled watch never fires");
+	progress("dr-east", "orders", 3, 20);
+	cr_assert_eq(fired[3], 1);
+	cr_assert_eq(many, 0);
+	cr_assert_eq(fired[0], 0);
+}
