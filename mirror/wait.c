@@ -343,14 +343,19 @@ static void parts_fail_oom(struct mirror_wait_part *parts, size_t nparts)
 	}
 }
 
-/* The source partition went back since ps's sample (mirror_gate_wait_since):
- * forget the progress that names other records. */
+/* A record below a source HW sampled before its request arrived
+ * (mirror_gate_wait_since): the source partition went back (recreated,
+ * truncated) — or an idempotent producer's retry was answered with its
+ * batch's original offset. Either way the progress is not trusted until a
+ * fresh source sample confirms it (the worker says which: a partition that
+ * went back fails with DESTINATION_AHEAD_OF_SOURCE, a retry costs a round). */
 static void source_went_back(struct mirror_link *l, struct mirror_pstate *ps, const struct mirror_wait_part *p)
 {
-	LOG_E("mirror_source_went_back", "mirror=%s topic=%s partition=%d last_offset=%lld source_hw_before=%lld "
-	      "destination_hw=%lld reason=\"a record appended after a source HW sample is below it: the source "
-	      "partition was recreated or truncated\" action=\"held, not released by the destination's old "
-	      "records; recreate the destination topic and mirror again, or --alter --async\"",
+	LOG_W("mirror_source_went_back", "mirror=%s topic=%s partition=%d last_offset=%lld source_hw_before=%lld "
+	      "destination_hw=%lld reason=\"a record answered below a source HW sampled before its request "
+	      "arrived: the source partition was recreated or truncated, or this is an idempotent retry of a "
+	      "batch written earlier\" action=\"held; the destination's progress is confirmed against a "
+	      "fresh source sample before any release\"",
 	      l->name, p->topic, (int)p->partition, (long long)p->last_offset, (long long)ps->sampled_hw,
 	      (long long)ps->progress);
 	ps->progress = ps->sampled_hw = -1;
