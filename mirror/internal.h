@@ -68,6 +68,8 @@ struct mirror_pstate {
 	int64_t progress;           /* first offset not durable on the destination, -1 unknown */
 	int64_t sampled_hw;         /* source HW sampled before a progress value, -1 unknown */
 	int64_t sampled_ms;         /* mirror_now_ms() when sampled_hw was applied (read before it) */
+	int64_t appended_max;       /* highest last offset of a held record (-1 none) and the */
+	int64_t appended_ms;        /* mirror_now_ms() it registered: appended before then */
 	int64_t suspect_us;         /* CLOCK_MONOTONIC µs the source was seen gone back (wait.c), 0
 				     * none: progress read before it is ignored (report.c) */
 	int32_t isr, min_isr;       /* destination, -1 unknown */

@@ -145,11 +145,13 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 
 /**
  * mirror_gate_wait() for records appended by a request that arrived at
- * `since_ms` (mirror_now_ms()): a source HW sampled before then and above a
- * part's last offset proves the source partition went back (deleted and
- * recreated, or truncated) — the destination's offsets name other records —
- * so that mirror's progress is forgotten (logged) and the part is held, not
- * released by it. Loop thread.
+ * `since_ms` (mirror_now_ms()): a part's last offset below a source HW
+ * sampled before then, or at or below a held record registered before then,
+ * means the source partition went back (deleted and recreated, or
+ * truncated: the destination's offsets name other records) or the answer is
+ * an idempotent retry's first offset — so that mirror's progress is
+ * forgotten (logged) until a fresh source sample confirms it, and the part is
+ * held, not released by it. Loop thread.
  */
 struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_wait_part *parts,
 					   size_t nparts, int64_t since_ms, int64_t deadline_ms,

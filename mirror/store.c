@@ -178,6 +178,7 @@ struct mirror_pstate *mirror_pstate_get(struct mirror_tstate *t, int32_t partiti
 	mirror_pstate_forget_view(ps);
 	ps->failing_since_ms = -1;
 	ps->confirmed = -1;
+	ps->appended_max = -1;
 	t->parts[partition] = ps;
 	return ps;
 }

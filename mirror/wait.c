@@ -343,8 +343,8 @@ static void parts_fail_oom(struct mirror_wait_part *parts, size_t nparts)
 	}
 }
 
-/* A record below a source HW sampled before its request arrived
- * (mirror_gate_wait_since): the source partition went back (recreated,
+/* A record below a source HW sampled, or at or below a record appended,
+ * before its request arrived (mirror_gate_wait_since): the source partition went back (recreated,
  * truncated) — or an idempotent producer's retry was answered with its
  * batch's original offset. Either way the progress is not trusted until a
  * fresh source sample confirms it (the worker says which: a partition that
@@ -352,12 +352,12 @@ static void parts_fail_oom(struct mirror_wait_part *parts, size_t nparts)
 static void source_went_back(struct mirror_link *l, struct mirror_pstate *ps, const struct mirror_wait_part *p)
 {
 	LOG_W("mirror_source_went_back", "mirror=%s topic=%s partition=%d last_offset=%lld source_hw_before=%lld "
-	      "destination_hw=%lld reason=\"a record answered below a source HW sampled before its request "
-	      "arrived: the source partition was recreated or truncated, or this is an idempotent retry of a "
-	      "batch written earlier\" action=\"held; the destination's progress is confirmed against a "
-	      "fresh source sample before any release\"",
-	      l->name, p->topic, (int)p->partition, (long long)p->last_offset, (long long)ps->sampled_hw,
-	      (long long)ps->progress);
+	      "appended_before=%lld destination_hw=%lld reason=\"a record answered below a source HW sampled, "
+	      "or at or below a record appended, before its request arrived: the source partition was "
+	      "recreated or truncated, or this is an idempotent retry of a batch written earlier\" "
+	      "action=\"held; the destination's progress is confirmed against a fresh source sample before "
+	      "any release\"", l->name, p->topic, (int)p->partition, (long long)p->last_offset,
+	      (long long)ps->sampled_hw, (long long)ps->appended_max, (long long)ps->progress);
 	ps->progress = ps->sampled_hw = -1;
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -444,11 +444,20 @@ struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_
 				continue;
 			}
 			/* appended at or past the source's end when the request
-			 * arrived, so below a sample taken before then only if
-			 * the partition went back */
-			if (since_ms >= 0 && l->cm && l->cm->offsets == CONF_OFFSETS_PRESERVED &&
-			    ps->sampled_hw > p->last_offset && ps->sampled_ms < since_ms)
-				source_went_back(l, ps, p);
+			 * arrived: below a sample taken before then, or at or below
+			 * a record appended before then, only if the partition went
+			 * back (or an idempotent retry got its first offset) */
+			if (since_ms >= 0 && l->cm && l->cm->offsets == CONF_OFFSETS_PRESERVED) {
+				if ((ps->sampled_hw > p->last_offset && ps->sampled_ms < since_ms) ||
+				    (ps->appended_max >= p->last_offset && ps->appended_ms < since_ms)) {
+					source_went_back(l, ps, p);
+					ps->appended_max = -1;
+				}
+				if (p->last_offset > ps->appended_max) {
+					ps->appended_max = p->last_offset;
+					ps->appended_ms = now;
+				}
+			}
 			if (ps->progress > p->last_offset) {
 				metric_observe(l->m_latency, 0);
 				mirror_pstate_confirm(t, ps, p->partition, p->last_offset + 1);

@@ -619,3 +619,24 @@ Test(mirror, hw_watches_fire_per_partition)
 	cr_assert_eq(many, 0);
 	cr_assert_eq(fired[0], 0);
 }
+
+/* The same when the gate's source sample is older than the records: a record
+ * answered at or below one registered before its request arrived. */
+Test(mirror, record_at_or_below_an_earlier_one_is_not_released_by_old_progress)
+{
+	promote("dr-east", "orders", 1, 0);
+	struct cbrec r = {0};
+	struct mirror_wait_part a[1] = {part("orders", 0, 19)};
+	cr_assert_not_null(mirror_gate_wait_since(g, a, 1, mirror_now_ms(), mirror_now_ms() + 5000, on_done, &r));
+	progress("dr-east", "orders", 0, 20);
+	cr_assert_eq(r.calls, 1);
+	cr_assert_eq(a[0].outcome, MIRROR_SATISFIED);
+	/* a later request (arrived after that registration) answered with offset 0 */
+	struct mirror_wait_part b[1] = {part("orders", 0, 0)};
+	struct cbrec rb = {0};
+	struct mirror_wait *w = mirror_gate_wait_since(g, b, 1, mirror_now_ms() + 1, mirror_now_ms() + 5000,
+						      on_done, &rb);
+	cr_assert_not_null(w, "held: the destination's offset 0 is not this record");
+	cr_assert_eq(rb.calls, 0);
+	mirror_wait_cancel(w);
+}
