@@ -119,17 +119,31 @@ static bool looks_like_mirror_reader(const char *id)
 	return state == 1 && regexec(&re, id, 0, NULL, 0) == 0;
 }
 
+/* Client ids already warned about, for a once-per-id warning: the first 64
+ * are remembered, later ones are warned about each time. Loop thread. */
+struct seen_ids {
+	char *id[64];
+	size_t n;
+};
+
+/* True unless `id` is in `s`; remembers it while there is room. */
+static bool first_sight(struct seen_ids *s, const char *id)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->id[i], id))
+			return false;
+	if (s->n < sizeof(s->id) / sizeof(s->id[0]) && (s->id[s->n] = strdup(id)) != NULL)
+		s->n++;
+	return true;
+}
+
 /* Warn once per client id (a bounded set of ids is remembered). */
 static void warn_mirror_reader(struct proxy_conn *c, const char *id)
 {
 	mirror_gate_note_unexempt_reader(c->srv->gate, id); /* for --alter --sync's answer */
-	static char *seen[64];
-	static size_t nseen;
-	for (size_t i = 0; i < nseen; i++)
-		if (!strcmp(seen[i], id))
-			return;
-	if (nseen < sizeof(seen) / sizeof(seen[0]))
-		seen[nseen++] = strdup(id);
+	static struct seen_ids seen;
+	if (!first_sight(&seen, id))
+		return;
 	LOG_W("consumer_clamp_mirror_reader", "conn=%llu peer=%s client_id=\"%s\" reason=\"this client "
 	      "looks like a mirror tool (MirrorMaker 2) reading the source through syncgate; its "
 	      "fetches are clamped to what the mirrors already have, so it may never catch up: add "
@@ -185,13 +199,9 @@ static void note_read_committed_reader(struct proxy_conn *c, const char *id)
 			mirror = cf->mirrors[m].name;
 	if (!mirror)
 		return;
-	static char *seen[64];
-	static size_t nseen;
-	for (size_t i = 0; i < nseen; i++)
-		if (!strcmp(seen[i], id))
-			return;
-	if (nseen < sizeof(seen) / sizeof(seen[0]))
-		seen[nseen++] = strdup(id);
+	static struct seen_ids seen;
+	if (!first_sight(&seen, id))
+		return;
 	LOG_W("mirror_reader_read_committed", "conn=%llu peer=%s client_id=\"%s\" mirror=%s reason=\"an exempt "
 	      "mirror reader fetches read_committed, but mirror %s is configured mm2_isolation_level: "
 	      "read_uncommitted; if this is its MirrorMaker 2, transactional producers' commits on its SYNC topics "
