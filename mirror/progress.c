@@ -360,10 +360,12 @@ static size_t all_partitions(struct mirror_worker *w, struct mirror_wref **refs)
  * destination at or below the source ends it. The window left: records
  * produced after the source went back and before this round sees it.
  * `before`: progress read before `hw` (-1 unknown); `hw` -1: the source has no
- * such partition now. True while diverged. tmu held.
+ * such partition now; `round`: this background round (one whose snapshot
+ * predates a mirror_worker_suspect() may not confirm). True while diverged.
+ * tmu held.
  */
 static bool check_diverged(struct mirror_worker *w, struct mirror_wtopic *t, int32_t p, int64_t before,
-			   int64_t hw)
+			   int64_t hw, uint64_t round)
 {
 	struct mirror_wpart *wp = &t->parts[p];
 	if (hw < 0 && wp->seen_src_hw < 0) { /* never seen: nothing to compare yet */
@@ -383,7 +385,7 @@ static bool check_diverged(struct mirror_worker *w, struct mirror_wtopic *t, int
 			      (long long)wp->seen_src_hw);
 		wp->diverged = true;
 		wp->confirmed = false;
-	} else if (before >= 0) {
+	} else if (before >= 0 && round >= wp->confirm_from) {
 		if (wp->diverged)
 			LOG_I("mirror_destination_no_longer_ahead", "mirror=%s topic=%s partition=%d "
 			      "destination_hw=%lld source_hw=%lld", w->name, t->topic, (int)p, (long long)before,
@@ -407,6 +409,7 @@ void mirror_poll_background(struct mirror_worker *w)
 	/* progress read before the source HW below: never above it unless the
 	 * source partition went back (recreated, truncated) */
 	int64_t *before = calloc(n ? n : 1, sizeof(*before));
+	uint64_t round = ++w->bg_round;
 	for (size_t i = 0; i < n; i++) {
 		rd_kafka_topic_partition_list_add(l, w->topics[refs[i].topic].topic, refs[i].partition)->offset =
 			RD_KAFKA_OFFSET_END;
@@ -436,7 +439,7 @@ void mirror_poll_background(struct mirror_worker *w)
 		bool gone = perr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || perr == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
 			    perr == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
 		if (w->offsets != CONF_OFFSETS_MM2 && (hw >= 0 || gone) &&
-		    check_diverged(w, t, p, before[i], gone ? -1 : hw)) {
+		    check_diverged(w, t, p, before[i], gone ? -1 : hw, round)) {
 			wp->src_hw = hw;
 			if (hw >= 0) {
 				wp->bg_hw = hw; /* read progress again: it tells when the divergence ends */

@@ -359,11 +359,12 @@ static void source_went_back(struct mirror_link *l, struct mirror_pstate *ps, co
 	      "any release\"", l->name, p->topic, (int)p->partition, (long long)p->last_offset,
 	      (long long)ps->sampled_hw, (long long)ps->appended_max, (long long)ps->progress);
 	ps->progress = ps->sampled_hw = -1;
+	if (l->worker) /* its reports from now on: only after a source sample confirms */
+		mirror_worker_suspect(l->worker, p->topic, p->partition);
+	/* taken after the worker's flag is set: a report built before it is older */
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ps->suspect_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-	if (l->worker) /* its reports from now on: only after a source sample confirms */
-		mirror_worker_suspect(l->worker, p->topic, p->partition);
 }
 
 struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_part *parts,

@@ -70,6 +70,8 @@ struct mirror_wpart {
 	bool diverged;       /* the destination is ahead of the source (progress.c,
 			      * check_diverged): progress is reported as a failure */
 	int64_t seen_src_hw; /* the last source HW sampled (not reset by a failed sample) */
+	uint64_t confirm_from; /* the first background round that may confirm (mirror_worker_suspect:
+				* a round whose snapshot predates the suspicion may not) */
 	bool confirmed;      /* preserved offsets: a progress read before a later source HW
 			      * sample was at most that sample; until then (a new worker or
 			      * partition, a source partition gone) progress is not reported */
@@ -148,6 +150,7 @@ struct mirror_worker {
 	int32_t mm2_nparts;              /* partitions of the offset-syncs topic, -1 unknown */
 	bool reassign;                   /* tail/mm2: topic set changed */
 	bool syncs_warned;               /* mm2: the offset.lag.max warning was logged */
+	uint64_t bg_round;               /* background rounds whose snapshot was taken */
 	/* isr thread only */
 	int64_t describe_after_ms;       /* DescribeConfigs: next request not before */
 	rd_kafka_queue_t *cfgq;          /* DescribeConfigs answers, NULL when none in flight */
