@@ -395,7 +395,7 @@ static bool check_diverged(struct mirror_worker *w, struct mirror_wtopic *t, int
 	}
 	if (hw >= 0)
 		wp->seen_src_hw = hw;
-	if (wp->diverged && hw >= 0)
+	if (wp->diverged) /* the gate forgets its progress now, not at the next lane poll */
 		mirror_worker_report(w, t, p, -1, hw, -1, -1, NULL);
 	return wp->diverged;
 }
