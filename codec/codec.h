@@ -232,6 +232,8 @@ void codec_write_uvarint(struct codec_buf *b, uint32_t v);
 /** Unsigned varint of `v` at `p` (room for 5 bytes); returns its length. For
  * edits in place, outside a codec_buf. */
 size_t codec_put_uvarint(uint8_t *p, uint32_t v);
+/** Big-endian int64 `v` at `p` (8 bytes), for edits in place. */
+void codec_put_be64(uint8_t *p, int64_t v);
 void codec_write_varint(struct codec_buf *b, int32_t v);
 void codec_write_varlong(struct codec_buf *b, int64_t v);
 void codec_write_uuid(struct codec_buf *b, const uint8_t v[16]);
@@ -457,7 +459,19 @@ enum codec_err codec_response_rewrite_endpoints(int16_t api_key, int16_t api_ver
 enum codec_err codec_tags_rewrite_endpoints_fixed(const struct codec_iov *iov, int niov, size_t len,
 						  codec_endpoint_fn fn, void *ctx, uint8_t *out,
 						  bool *changed) CODEC_WUR;
-/** The tag of filler fields (the largest 2-byte uvarint: above any tag Kafka defines). */
+/**
+ * A tagged-field section (count, fields; `len` bytes from the start of
+ * `iov`) rewritten `grow` bytes longer into `out` (len + grow bytes): the
+ * same fields, then one or two unknown filler fields (CODEC_TAG_FILLER - 1,
+ * CODEC_TAG_FILLER; zeros) that every client skips. For a streamed response
+ * that left bytes out after its size prefix went (the consumer clamp).
+ * CODEC_ERR_LIMIT when `grow` is 1 or 2 (no filler field is that small);
+ * CODEC_ERR_UNSUPPORTED when a field already uses a filler tag.
+ */
+enum codec_err codec_tags_grow(const struct codec_iov *iov, int niov, size_t len, size_t grow,
+			       uint8_t *out) CODEC_WUR;
+/** The tag of filler fields (the largest 2-byte uvarint: above any tag Kafka defines; the
+ * second of two filler fields; the first is CODEC_TAG_FILLER - 1). */
 #define CODEC_TAG_FILLER 16383
 
 /* (the streaming scans follow) */
@@ -478,6 +492,18 @@ enum codec_stream_stage {
 };
 const char *codec_stream_stage_str(enum codec_stream_stage st);
 
+/** What a Fetch response scan saw in its last PARTITION unit (offsets within that unit). */
+struct codec_fetch_stream_part {
+	int32_t partition;
+	int16_t error_code;
+	int64_t high_watermark, last_stable_offset;
+	int64_t log_start_offset;      /* 0 before v5 */
+	size_t hw_off, lso_off;        /* the two int64 fields */
+	size_t records_len_off;        /* the Records length prefix: int32, or uvarint(len+1) */
+	size_t records_len_len;
+	int32_t records_len;           /* -1 null */
+};
+
 /** Resumable scan of a Fetch response body (v4–v18) arriving in pieces. */
 struct codec_fetch_stream {
 	int16_t version;
@@ -485,6 +511,11 @@ struct codec_fetch_stream {
 	enum codec_stream_stage stage;
 	int32_t topics_left;   /* topics not finished, the current one included */
 	int32_t parts_left;    /* partitions of the current topic not finished */
+	/* what the last TOPIC unit said: Topic (v4–v12: offset within that unit's
+	 * iov, -1 length for null) or TopicId (v13+) */
+	struct codec_slice topic;
+	uint8_t topic_id[16];
+	struct codec_fetch_stream_part part; /* the last PARTITION unit */
 };
 void codec_fetch_stream_init(struct codec_fetch_stream *s, int16_t version);
 /**
@@ -818,6 +849,36 @@ struct codec_fetch_clamp_part {
 	size_t batches_kept, batches_dropped;
 	int64_t records_dropped, bytes_dropped;
 };
+
+/** What a record batch header says (RecordBatch v2; legacy message sets: one entry). */
+struct codec_batch_head {
+	int64_t base;                 /* baseOffset, -1 when not readable */
+	int64_t last;                 /* its last offset (base + lastOffsetDelta) */
+	size_t total;                 /* bytes it takes in the record set (the rest when partial) */
+	bool partial;                 /* cut short by the broker (KIP-74): no client reads it */
+	int32_t records;              /* recordsCount (0 when not readable) */
+};
+/** Bytes of a batch header codec_batch_peek() looks at. */
+#define CODEC_BATCH_PEEK 61
+/**
+ * Read the header of the batch at the start of `h` (`avail` bytes of it
+ * given, at most CODEC_BATCH_PEEK; `left` bytes of the record set remain
+ * from it, avail = min(left, CODEC_BATCH_PEEK)). Never fails: an unreadable
+ * header gives base -1 (the batch is then never kept).
+ */
+void codec_batch_peek(const uint8_t *h, size_t avail, size_t left, struct codec_batch_head *out);
+/** Whether the clamp keeps batch `b`: its last offset below `keep_below` (≥ 0). */
+bool codec_batch_kept(const struct codec_batch_head *b, int64_t keep_below);
+/**
+ * The clamp's rule for one partition (issue 14): given what `codec_clamp_fn`
+ * said (`gated`, `mirrored_hw`, -1 unknown) and the broker's HighWatermark
+ * and LogStartOffset, returns whether the partition is clamped; then
+ * HighWatermark/LastStableOffset come down to *limit (the log start while
+ * the mirrored HW is unknown) and only batches whose last offset is below
+ * *keep_below (-1: none) are kept.
+ */
+bool codec_fetch_clamp_limit(int gated, int64_t mirrored_hw, int64_t high_watermark,
+			     int64_t log_start_offset, int64_t *limit, int64_t *keep_below);
 
 /** Result of a Fetch clamp: edits and figures. Free with codec_fetch_clamp_free(). */
 struct codec_fetch_clamp {

@@ -322,10 +322,10 @@ static size_t uvarint_len(uint32_t v)
 	return n;
 }
 
-/* One filler field of exactly `f` bytes (tag, minimal size, zeros); 0 when impossible. */
-static size_t filler_one(uint8_t *p, size_t f)
+/* One filler field `tag` of exactly `f` bytes (tag, minimal size, zeros); 0 when impossible. */
+static size_t filler_one(uint8_t *p, uint32_t tag, size_t f)
 {
-	size_t tag_len = uvarint_len(CODEC_TAG_FILLER);
+	size_t tag_len = uvarint_len(tag);
 	for (size_t vl = 1; vl <= 4; vl++) {
 		if (f < tag_len + vl)
 			return 0;
@@ -333,7 +333,7 @@ static size_t filler_one(uint8_t *p, size_t f)
 		if (uvarint_len((uint32_t)d) != vl)
 			continue;
 		if (p) {
-			size_t n = codec_put_uvarint(p, CODEC_TAG_FILLER);
+			size_t n = codec_put_uvarint(p, tag);
 			n += codec_put_uvarint(p + n, (uint32_t)d);
 			memset(p + n, 0, d);
 		}
@@ -342,27 +342,47 @@ static size_t filler_one(uint8_t *p, size_t f)
 	return 0;
 }
 
+/* The smallest filler field: tag CODEC_TAG_FILLER - 1, size 0. */
+#define FILLER_MIN 3
+
 /*
- * Assemble count, `head` (the tag-0 field), `rest` (the other fields,
- * verbatim) and filler into exactly `len` bytes at `out`. Returns 0, or -1
- * when no filler fits. Only one filler tag is available (tags must be
- * strictly increasing): the few gap sizes one field cannot fill (e.g. 1, 2,
- * 131) fail, and the caller tries the empty NodeEndpoints instead.
+ * Filler of exactly `gap` bytes in `k` fields (1 or 2; tags strictly
+ * increasing: FILLER - 1 then FILLER); `p` NULL only checks. 0 when impossible.
+ */
+static size_t filler(uint8_t *p, uint32_t k, size_t gap)
+{
+	if (k == 1)
+		return filler_one(p, CODEC_TAG_FILLER, gap);
+	if (gap < FILLER_MIN || !filler_one(NULL, CODEC_TAG_FILLER, gap - FILLER_MIN))
+		return 0;
+	if (p) {
+		filler_one(p, CODEC_TAG_FILLER - 1, FILLER_MIN);
+		filler_one(p + FILLER_MIN, CODEC_TAG_FILLER, gap - FILLER_MIN);
+	}
+	return gap;
+}
+
+/*
+ * Assemble count, `head` (the tag-0 field, may be empty), `rest` (the other
+ * fields, verbatim) and filler fields into exactly `len` bytes at `out`.
+ * Returns 0, or -1 when no filler fits (gaps of 1 or 2 bytes; one filler
+ * field cannot fill a few sizes, e.g. 131, two can).
  */
 static int assemble(uint8_t *out, size_t len, uint32_t count, const uint8_t *head, size_t head_len,
 		    const struct codec_iov *iov, int niov, size_t rest_off, size_t rest_len)
 {
-	for (uint32_t k = 0; k <= 1; k++) {
+	for (uint32_t k = 0; k <= 2; k++) {
 		size_t base = uvarint_len(count + k) + head_len + rest_len;
 		if (base > len)
 			return -1;
 		size_t gap = len - base;
 		if ((k == 0) != (gap == 0))
 			continue;
-		if (k == 1 && !filler_one(NULL, gap))
+		if (k > 0 && !filler(NULL, k, gap))
 			continue;
 		size_t n = codec_put_uvarint(out, count + k);
-		memcpy(out + n, head, head_len);
+		if (head_len)
+			memcpy(out + n, head, head_len);
 		n += head_len;
 		struct codec_reader r;
 		codec_reader_init(&r, iov, niov);
@@ -371,11 +391,50 @@ static int assemble(uint8_t *out, size_t len, uint32_t count, const uint8_t *hea
 		if (r.err)
 			return -1;
 		n += rest_len;
-		if (k == 1)
-			filler_one(out + n, gap);
+		if (k > 0)
+			filler(out + n, k, gap);
 		return 0;
 	}
 	return -1;
+}
+
+/*
+ * Check a tagged-field section from `from` (after its count) to `len`:
+ * `left` fields, strictly increasing tags above `prev` (-1: any), all below
+ * the filler tags.
+ */
+static enum codec_err tags_check(struct codec_reader *r, size_t from, uint32_t left, int64_t prev,
+				 size_t len)
+{
+	codec_reader_seek(r, from);
+	for (uint32_t i = 0; i < left && !r->err; i++) {
+		uint32_t tag = codec_read_uvarint(r);
+		uint32_t size = codec_read_uvarint(r);
+		codec_read_skip(r, size);
+		if ((int64_t)tag <= prev)
+			codec_reader_fail(r, CODEC_ERR_BAD_MSG);
+		if (tag >= CODEC_TAG_FILLER - 1)
+			codec_reader_fail(r, CODEC_ERR_UNSUPPORTED);
+		prev = tag;
+	}
+	if (r->err)
+		return r->err;
+	return r->off == len ? CODEC_OK : CODEC_ERR_BAD_MSG;
+}
+
+enum codec_err codec_tags_grow(const struct codec_iov *iov, int niov, size_t len, size_t grow, uint8_t *out)
+{
+	struct codec_reader r;
+	codec_reader_init(&r, iov, niov);
+	r.flexible = true;
+	uint32_t count = codec_read_uvarint(&r);
+	size_t rest_off = r.off;
+	enum codec_err e = r.err ? r.err : tags_check(&r, rest_off, count, -1, len);
+	if (e != CODEC_OK)
+		return e;
+	if (assemble(out, len + grow, count, NULL, 0, iov, niov, rest_off, len - rest_off) < 0)
+		return CODEC_ERR_LIMIT;
+	return CODEC_OK;
 }
 
 enum codec_err codec_tags_rewrite_endpoints_fixed(const struct codec_iov *iov, int niov, size_t len,
@@ -404,22 +463,11 @@ enum codec_err codec_tags_rewrite_endpoints_fixed(const struct codec_iov *iov, i
 		codec_buf_free(&s.ins);
 		return r.err ? r.err : CODEC_ERR_BAD_MSG;
 	}
-	/* tags after NodeEndpoints: increasing, all below the filler's */
-	codec_reader_seek(&r, rest_off);
-	uint32_t prev = 0;
-	for (uint32_t i = 1; i < count && !r.err; i++) {
-		uint32_t tag = codec_read_uvarint(&r);
-		uint32_t size = codec_read_uvarint(&r);
-		codec_read_skip(&r, size);
-		if (tag <= prev)
-			codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
-		if (tag >= CODEC_TAG_FILLER)
-			codec_reader_fail(&r, CODEC_ERR_UNSUPPORTED);
-		prev = tag;
-	}
-	if (r.err || r.off != len) {
+	/* tags after NodeEndpoints: increasing, all below the fillers' */
+	e = count ? tags_check(&r, rest_off, count - 1, 0, len) : CODEC_ERR_BAD_MSG;
+	if (e != CODEC_OK) {
 		codec_buf_free(&s.ins);
-		return r.err ? r.err : CODEC_ERR_BAD_MSG;
+		return e;
 	}
 	int rc = assemble(out, len, count, s.ins.data, s.ins.len, iov, niov, rest_off, len - rest_off);
 	codec_buf_free(&s.ins);

@@ -61,14 +61,6 @@ void codec_edits_free(struct codec_edits *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static void put_be64(uint8_t *p, int64_t v)
-{
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v = (int64_t)((uint64_t)v >> 8);
-	}
-}
-
 static void put_be32(uint8_t *p, uint32_t v)
 {
 	p[0] = (uint8_t)(v >> 24);
@@ -81,7 +73,7 @@ static void put_be32(uint8_t *p, uint32_t v)
 static void edit_i64(struct codec_reader *r, struct codec_edits *e, size_t off, int64_t v)
 {
 	uint8_t b[8];
-	put_be64(b, v);
+	codec_put_be64(b, v);
 	if (codec_edits_add(e, off, 8, b, 8) != 0)
 		codec_reader_fail(r, CODEC_ERR_NOMEM);
 }
@@ -220,6 +212,47 @@ static struct codec_fetch_clamp_part *part_new(struct codec_reader *r, struct cl
 	return p;
 }
 
+void codec_batch_peek(const uint8_t *h, size_t avail, size_t left, struct codec_batch_head *out)
+{
+	uint8_t b[CODEC_BATCH_PEEK];
+	memset(b, 0, sizeof(b));
+	memcpy(b, h, avail < sizeof(b) ? avail : sizeof(b));
+	struct codec_iov iov = { b, sizeof(b) };
+	struct codec_reader r;
+	codec_reader_init(&r, &iov, 1);
+	int64_t base = left >= 8 ? peek_i64(&r, 0) : -1;
+	int32_t blen = left >= BATCH_LOG_OVERHEAD ? peek_i32(&r, 8) : -1;
+	size_t total = blen >= 0 ? BATCH_LOG_OVERHEAD + (size_t)blen : left;
+	bool partial = blen < 0 || total > left;  /* a trailing batch cut by the broker */
+	int8_t magic = left > BATCH_MAGIC_OFF ? (int8_t)b[BATCH_MAGIC_OFF] : 2;
+	int64_t last;
+	int32_t count = 0;
+	if (magic < 2) {
+		last = base;               /* legacy entry: offset of its last message */
+		count = 1;
+	} else if (magic == 2 && left >= BATCH_LAST_DELTA_OFF + 4) {
+		int32_t delta = peek_i32(&r, BATCH_LAST_DELTA_OFF);
+		/* a corrupt base or delta would overflow: treat as "too short to tell" */
+		last = base >= 0 && delta >= 0 && base <= INT64_MAX - delta ? base + delta : base;
+		if (!partial && blen + BATCH_LOG_OVERHEAD >= BATCH_V2_HEADER)
+			count = peek_i32(&r, BATCH_RECORDS_COUNT_OFF);
+		else
+			count = (int32_t)(last - base + 1);
+	} else {
+		last = base;               /* too short to tell, or unknown magic */
+	}
+	out->base = base;
+	out->last = last;
+	out->total = partial ? left : total;
+	out->partial = partial;
+	out->records = count > 0 ? count : 0;
+}
+
+bool codec_batch_kept(const struct codec_batch_head *b, int64_t keep_below)
+{
+	return keep_below >= 0 && b->base >= 0 && b->last < keep_below;
+}
+
 /*
  * Walk a record set [off, off+len): batches whose last offset is below
  * `limit` (limit < 0: none) are kept, from the first one that is not, all
@@ -233,50 +266,37 @@ static void walk_records(const struct codec_reader *r, size_t off, size_t len, i
 	p->kept_len = 0;
 	while (pos < len) {
 		size_t left = len - pos;
-		int64_t base = left >= 8 ? peek_i64(r, off + pos) : -1;
-		int32_t blen = left >= BATCH_LOG_OVERHEAD ? peek_i32(r, off + pos + 8) : -1;
-		size_t total = blen >= 0 ? BATCH_LOG_OVERHEAD + (size_t)blen : left;
-		bool partial = blen < 0 || total > left;  /* a trailing batch cut by the broker */
-		if (partial)
-			total = left;
-		int64_t last = -1;
-		int8_t magic = 2;
-		if (left > BATCH_MAGIC_OFF) {
-			uint8_t m;
-			peek(r, off + pos + BATCH_MAGIC_OFF, &m, 1);
-			magic = (int8_t)m;
-		}
-		int32_t count = 0;
-		if (magic < 2) {
-			last = base;               /* legacy entry: offset of its last message */
-			count = 1;
-		} else if (magic == 2 && left >= BATCH_LAST_DELTA_OFF + 4) {
-			int32_t delta = peek_i32(r, off + pos + BATCH_LAST_DELTA_OFF);
-			/* a corrupt base or delta would overflow: treat as "too short to tell" */
-			last = base >= 0 && delta >= 0 && base <= INT64_MAX - delta ? base + delta : base;
-			if (!partial && blen + BATCH_LOG_OVERHEAD >= BATCH_V2_HEADER)
-				count = peek_i32(r, off + pos + BATCH_RECORDS_COUNT_OFF);
-			else
-				count = (int32_t)(last - base + 1);
-		} else {
-			last = base;               /* too short to tell, or unknown magic */
-		}
-		if (!dropping && limit >= 0 && base >= 0 && last < limit) {
-			p->kept_len = pos + total;
+		uint8_t h[CODEC_BATCH_PEEK];
+		size_t avail = left < sizeof(h) ? left : sizeof(h);
+		peek(r, off + pos, h, avail);
+		struct codec_batch_head b;
+		codec_batch_peek(h, avail, left, &b);
+		if (!dropping && codec_batch_kept(&b, limit)) {
+			p->kept_len = pos + b.total;
 			p->batches_kept++;
 		} else {
 			if (!dropping)
-				p->wait_above = last >= base ? last : base;
+				p->wait_above = b.last >= b.base ? b.last : b.base;
 			dropping = true;
-			if (!partial) {
+			if (!b.partial) {
 				p->batches_dropped++;
-				p->records_dropped += count > 0 ? count : 0;
+				p->records_dropped += b.records;
 			}
 		}
-		pos += total;
+		pos += b.total;
 	}
 	if (dropping)
 		p->bytes_dropped = (int64_t)(len - p->kept_len);
+}
+
+bool codec_fetch_clamp_limit(int gated, int64_t mirrored_hw, int64_t high_watermark,
+			     int64_t log_start_offset, int64_t *limit, int64_t *keep_below)
+{
+	/* unknown progress: nothing is known mirrored; the log start is */
+	*limit = mirrored_hw >= 0 ? mirrored_hw : (log_start_offset > 0 ? log_start_offset : 0);
+	*keep_below = mirrored_hw >= 0 ? mirrored_hw : -1;
+	/* not gated, or every record the broker can serve is mirrored: untouched */
+	return gated > 0 && !(mirrored_hw >= 0 && high_watermark >= 0 && *limit >= high_watermark);
 }
 
 static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
@@ -306,12 +326,9 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 		o->record_bytes_left += blob;
 		return; /* broker errors pass unchanged */
 	}
-	int64_t mhw = -1;
+	int64_t mhw = -1, limit, keep_below;
 	int gated = c->fn(c->fn_ctx, c->name, c->id, PartitionIndex, &mhw);
-	/* unknown progress: nothing is known mirrored; the log start is */
-	int64_t limit = mhw >= 0 ? mhw : (LogStartOffset > 0 ? LogStartOffset : 0);
-	if (gated <= 0 || (mhw >= 0 && HighWatermark >= 0 && limit >= HighWatermark)) {
-		/* not gated, or every record the broker can serve is mirrored: untouched */
+	if (!codec_fetch_clamp_limit(gated, mhw, HighWatermark, LogStartOffset, &limit, &keep_below)) {
 		o->record_bytes_left += blob;
 		return;
 	}
@@ -327,7 +344,7 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 	if (LastStableOffset > limit)
 		edit_i64(r, &o->edits, lso_off, limit);
 	if (Records.len > 0) {
-		walk_records(r, Records.off, (size_t)Records.len, mhw >= 0 ? mhw : -1, p);
+		walk_records(r, Records.off, (size_t)Records.len, keep_below, p);
 		if (p->kept_len < (size_t)Records.len) {
 			uint8_t b[8];
 			size_t n;

@@ -65,10 +65,12 @@ enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struc
 		next.stage = next.topics_left > 0 ? CODEC_STREAM_TOPIC : CODEC_STREAM_TAIL;
 		break;
 	case CODEC_STREAM_TOPIC:
-		if (s->version >= FETCH_TOPIC_IDS)
-			codec_read_skip(&r, 16); /* TopicId */
-		else
-			codec_read_slice(&r, false, false); /* Topic */
+		if (s->version >= FETCH_TOPIC_IDS) {
+			codec_read_raw(&r, next.topic_id, 16); /* TopicId */
+			next.topic = (struct codec_slice){ 0, -1 };
+		} else {
+			next.topic = codec_read_slice(&r, false, false); /* Topic */
+		}
 		next.parts_left = codec_read_array_len(&r, false, 0);
 		if (next.parts_left > 0)
 			next.stage = CODEC_STREAM_PARTITION;
@@ -76,12 +78,16 @@ enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struc
 			fetch_topic_end(&next, &r);
 		break;
 	case CODEC_STREAM_PARTITION: {
-		codec_read_i32(&r); /* PartitionIndex */
-		codec_read_i16(&r); /* ErrorCode */
-		codec_read_i64(&r); /* HighWatermark */
-		codec_read_i64(&r); /* LastStableOffset */
+		struct codec_fetch_stream_part *p = &next.part;
+		memset(p, 0, sizeof(*p));
+		p->partition = codec_read_i32(&r);
+		p->error_code = codec_read_i16(&r);
+		p->hw_off = r.off;
+		p->high_watermark = codec_read_i64(&r);
+		p->lso_off = r.off;
+		p->last_stable_offset = codec_read_i64(&r);
 		if (s->version >= 5)
-			codec_read_i64(&r); /* LogStartOffset */
+			p->log_start_offset = codec_read_i64(&r);
 		int32_t na = codec_read_array_len(&r, true, 0); /* AbortedTransactions */
 		for (int32_t i = 0; i < na && !r.err; i++) {
 			codec_read_i64(&r); /* ProducerId */
@@ -91,6 +97,7 @@ enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struc
 		if (s->version >= 11)
 			codec_read_i32(&r); /* PreferredReadReplica */
 		/* Records: nullable bytes; only the length is part of the unit */
+		p->records_len_off = r.off;
 		int32_t n;
 		if (s->flexible) {
 			uint32_t u = codec_read_uvarint(&r);
@@ -102,6 +109,8 @@ enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struc
 		}
 		if (n < -1)
 			codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
+		p->records_len_len = r.off - p->records_len_off;
+		p->records_len = n;
 		*records = n > 0 ? (size_t)n : 0;
 		next.stage = CODEC_STREAM_PART_END;
 		break;

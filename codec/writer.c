@@ -108,6 +108,14 @@ size_t codec_put_uvarint(uint8_t *p, uint32_t v)
 	return n;
 }
 
+void codec_put_be64(uint8_t *p, int64_t v)
+{
+	for (int i = 7; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v = (int64_t)((uint64_t)v >> 8);
+	}
+}
+
 void codec_write_uvarint(struct codec_buf *b, uint32_t v)
 {
 	write_leb(b, v);

@@ -46,6 +46,7 @@ struct proxy_clamp {
 	struct proxy_entry *e;
 	int16_t api_key;
 	int32_t max_wait_ms;                     /* Fetch */
+	bool stream;                             /* Fetch v12+: judged as it streams (stream.c) */
 	struct codec_list_offsets_request *lo;   /* ListOffsets: the decoded request (may be NULL) */
 	/* HELD Fetch */
 	struct evbuffer *frame;                  /* the broker's frame, size prefix included */
@@ -57,7 +58,7 @@ struct proxy_clamp {
 };
 
 static struct metric *m_held_now, *m_held_total, *m_records, *m_bytes, *m_clamped, *m_share,
-	*m_exempt, *m_fetches;
+	*m_exempt, *m_fetches, *m_streamed;
 
 static void clamp_metrics_init(void)
 {
@@ -85,6 +86,10 @@ static void clamp_metrics_init(void)
 	m_fetches = metric_get(METRIC_COUNTER, "syncgate_consumer_fetch_requests_total",
 			       "Consumer Fetch requests subject to the clamp to the mirrored high watermark.",
 			       "", NULL, 0);
+	m_streamed = metric_get(METRIC_COUNTER, "syncgate_consumer_fetches_streamed_total",
+				"Consumer Fetch responses clamped as they streamed (above 64 KiB, v12+, "
+				"while the connection's last clamped response left nothing out).", "",
+				NULL, 0);
 	m_exempt = metric_get(METRIC_COUNTER, "syncgate_consumer_exempt_requests_total",
 			      "Consumer requests not clamped because their client id is in "
 			      "consumers.exempt_client_ids or their TLS certificate matches "
@@ -319,7 +324,10 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 		metric_add(m_fetches, 1);
 		/* unreadable: still clamp (fail closed), without holding */
 		k->max_wait_ms = err == CODEC_OK && fi.max_wait_ms > 0 ? fi.max_wait_ms : 0;
-		if (err == CODEC_OK)
+		/* v12+ (tagged fields take the filler of what is left out) streams
+		 * while the mirrors keep up; else the response is buffered whole */
+		k->stream = err == CODEC_OK && version >= 12 && !c->clamp_lagging;
+		if (err == CODEC_OK && !k->stream)
 			lower_max_bytes(c, in, 4 + h->len + fi.max_bytes_off, fi.max_bytes);
 	} else if (key == CODEC_API_LIST_OFFSETS) {
 		k->lo = calloc(1, sizeof(*k->lo));
@@ -571,6 +579,7 @@ static int clamp_fetch(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		codec_fetch_clamp_free(&fc);
 		return -1;
 	}
+	c->clamp_lagging = fc.bytes_dropped > 0;
 	if (fc.edits.n == 0) {
 		codec_fetch_clamp_free(&fc);
 		return 0; /* nothing past the mirrored HW: the usual path (endpoints) */
@@ -633,6 +642,40 @@ int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evb
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
 	return 1;
+}
+
+/* ---- streamed (stream.c walks the frame) --------------------------------- */
+
+bool proxy_clamp_streams(const struct proxy_entry *e)
+{
+	return e->clamp && e->clamp->stream;
+}
+
+bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
+				  const struct codec_fetch_stream_part *p, int64_t *limit,
+				  int64_t *keep_below)
+{
+	if (p->error_code != CODEC_ERROR_NONE)
+		return false; /* broker errors pass unchanged */
+	int64_t mhw = -1;
+	int gated = clamp_hw_fn(c, topic, topic_id, p->partition, &mhw);
+	if (!codec_fetch_clamp_limit(gated, mhw, p->high_watermark, p->log_start_offset, limit,
+				     keep_below))
+		return false;
+	if (!topic && topic_id)
+		topic = proxy_topic_ids_name(c->srv->topic_ids, topic_id);
+	set_distance(topic, p->high_watermark, mhw);
+	return true;
+}
+
+void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records, int64_t bytes)
+{
+	c->clamp_lagging = bytes > 0;
+	metric_add(m_streamed, 1);
+	metric_add(m_records, (double)records);
+	metric_add(m_bytes, (double)bytes);
+	if (changed)
+		metric_add(m_clamped, 1);
 }
 
 void proxy_clamp_free(struct proxy_entry *e)

@@ -165,6 +165,17 @@ struct proxy_rx {
 				        * written, so the rest can be spliced */
 	struct event *ev_read;         /* SPLICE: upstream readable */
 	struct event *ev_write;        /* SPLICE: client writable */
+	/* rx: a streamed Fetch the consumer clamp judges (clamp.c, issue 14) */
+	bool tail_rewrite;             /* v16+: the tail's NodeEndpoints are rewritten */
+	bool clamp;                    /* partitions are judged as they pass */
+	bool cl_changed;               /* something was rewritten or left out */
+	char cl_topic[256];            /* the current topic (v12; TopicId in fs for v13+) */
+	int64_t cl_keep_below;         /* the current partition keeps batches whose last offset is below */
+	size_t cl_left;                /* its record bytes not judged yet (walked batch by batch) */
+	size_t cl_skip;                /* of those, bytes of the batch being left out not drained yet */
+	bool cl_drop;                  /* the rest of its records is left out */
+	size_t cl_owed;                /* bytes left out of the frame: filler in the partition's tags */
+	int64_t cl_records, cl_bytes;  /* records and bytes left out of the current partition */
 };
 
 /** Connection pair state. */
@@ -212,6 +223,8 @@ struct proxy_conn {
 	char sasl_mech[32];            /* the last SaslHandshake's mechanism ("" none) */
 	char sasl_user[128];           /* named in the client's first SASL message, not confirmed */
 	char sasl_principal[128];      /* sasl_user once the broker accepted it ("" none) */
+	bool clamp_lagging;            /* the last clamped Fetch response left records out: the next
+					* one is buffered whole (and may be held), not streamed */
 	bool principal_exempt;         /* TLS certificate or SASL user matches consumers.exempt_principals */
 	uint64_t principal_exempt_gen; /* srv->conf_gen + 1 it was decided under (0: decide again):
 					* once per config and principal, which rarely change */
@@ -409,8 +422,9 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 #define PROXY_STREAM_MIN_REQUEST (1u << 20)
 /**
  * Start streaming the `len`-byte frame at the head of the upstream input for
- * `e` (its response header is `hdr_len` bytes; `scan`: Fetch v16+, walk the
- * body to rewrite its tail tags).
+ * `e` (its response header is `hdr_len` bytes; `scan`: a Fetch body walked
+ * unit by unit — v16+ to rewrite its tail tags, v12+ when the consumer clamp
+ * judges it as it passes: proxy_clamp_streams()).
  */
 void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, size_t hdr_len,
 		    bool scan);
@@ -475,6 +489,27 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
  */
 int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 			 size_t len, size_t hdr_len);
+/**
+ * Whether the entry's Fetch response may be clamped as it streams (v12+,
+ * decided with the request: the connection's last clamped response left
+ * nothing out). Such a request's MaxBytes is not lowered.
+ */
+bool proxy_clamp_streams(const struct proxy_entry *e);
+/**
+ * A streamed clamped Fetch response reached partition `p` of topic `topic`
+ * (name, or NULL and `topic_id`): returns whether it is clamped, with
+ * *limit (HighWatermark/LastStableOffset at most) and *keep_below (batches
+ * whose last offset is below are kept; -1 none) — codec_fetch_clamp_limit().
+ */
+bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
+				  const struct codec_fetch_stream_part *p, int64_t *limit,
+				  int64_t *keep_below);
+/**
+ * A streamed clamped Fetch response is through: `changed` whether anything
+ * was rewritten, `records`/`bytes` left out of it (metrics; a response that
+ * left records out makes the connection's next one buffered and holdable).
+ */
+void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records, int64_t bytes);
 /** Release an entry's clamp state (held frame, watches, timer). */
 void proxy_clamp_free(struct proxy_entry *e);
 /* client.c: who the client is, and the answer to its timed-out held Produce */

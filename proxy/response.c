@@ -316,7 +316,8 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 	if (e->kind == PROXY_ENTRY_KAFKA) {
 		int16_t key = e->api_key, version = e->api_version;
 		bool fetch_tail = key == CODEC_API_FETCH && codec_response_has_endpoints(key, version);
-		if (e->clamp || e->sasl_auth || (key == CODEC_API_PRODUCE && e->produce) ||
+		bool clamp = proxy_clamp_streams(e);
+		if ((e->clamp && !clamp) || e->sasl_auth || (key == CODEC_API_PRODUCE && e->produce) ||
 		    key == CODEC_API_API_VERSIONS || key == CODEC_API_SASL_HANDSHAKE ||
 		    (codec_response_has_endpoints(key, version) && !fetch_tail))
 			return 2; /* rewritten: buffered whole (limits.max_frame_bytes) */
@@ -327,7 +328,7 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 			return 0;
 		int niov = proxy_buf_iov(in, 4, peek, iov, PROXY_MAX_IOV);
 		int32_t correlation_id;
-		scan = fetch_tail;
+		scan = fetch_tail || clamp;
 		enum codec_err err = niov < 0 ? CODEC_ERR_BAD_MSG
 					      : codec_response_header_decode(iov, niov, key, version,
 									     &correlation_id, &hdr_len);

@@ -98,6 +98,12 @@ void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, siz
 	rx->scan = scan;
 	/* size prefix and response header pass as they are; then the body */
 	rx->opaque = scan ? 4 + hdr_len : len + 4;
+	rx->tail_rewrite = scan && codec_response_has_endpoints(CODEC_API_FETCH, e->api_version);
+	rx->clamp = scan && proxy_clamp_streams(e);
+	rx->cl_changed = false;
+	rx->cl_left = rx->cl_skip = rx->cl_owed = 0;
+	rx->cl_drop = false;
+	rx->cl_records = rx->cl_bytes = 0;
 	if (scan)
 		codec_fetch_stream_init(&rx->fs, e->api_version);
 	if (rx->e)
@@ -147,6 +153,8 @@ static int rx_finish(struct proxy_conn *c)
 {
 	struct proxy_entry *e = c->rx.e;
 	bulk_stop(c);
+	if (c->rx.clamp)
+		proxy_clamp_stream_done(c, c->rx.cl_changed, c->rx.cl_records, c->rx.cl_bytes);
 	c->rx.e = NULL;
 	rx_set_state(c, PROXY_RX_FRAME);
 	if (e) {
@@ -163,6 +171,19 @@ static int rx_bad(struct proxy_conn *c, const char *what, enum codec_err err)
 	      c->rx.frame - c->rx.left + codec_err_offset());
 	proxy_conn_close(c, "malformed upstream frame");
 	return -1;
+}
+
+/* `n` bytes of the frame (drained from `in`) go on as the `m` bytes `p`. */
+static void rx_emit(struct proxy_conn *c, struct evbuffer *in, size_t n, const uint8_t *p, size_t m)
+{
+	evbuffer_drain(in, n);
+	bool queue;
+	struct evbuffer *dst = rx_dest(c, &queue);
+	if (!dst || !m)
+		return;
+	evbuffer_add(dst, p, m);
+	if (queue)
+		proxy_entry_queue(c, c->rx.e, m);
 }
 
 /* Fetch v16+: the top-level tags, all of them here; rewritten to the same length. */
@@ -189,20 +210,230 @@ static int rx_tail(struct proxy_conn *c, struct evbuffer *in)
 	}
 	if (changed) {
 		metric_add(m_tail_rewritten, 1);
-		evbuffer_drain(in, n);
-		bool queue;
-		struct evbuffer *dst = rx_dest(c, &queue);
-		if (dst) {
-			evbuffer_add(dst, buf, n);
-			if (queue)
-				proxy_entry_queue(c, rx->e, n);
-		}
+		rx_emit(c, in, n, buf, n);
 	} else {
 		rx_move(c, in, n);
 	}
 	free(buf);
 	rx->left = 0;
 	return 0;
+}
+
+/* ---- the consumer clamp, as the frame passes (issue 14) ---------------------
+ *
+ * A clamped partition (proxy_clamp_stream_partition) gets HighWatermark and
+ * LastStableOffset lowered in place, then its records are judged batch by
+ * batch from their headers (codec_batch_peek: at most 61 bytes looked at,
+ * the rest moves as opaque bytes, spliced when it can). The frame's size
+ * prefix is already on its way, so what is left out keeps its length:
+ *  - the first batch left out: the Records length becomes 0 and the
+ *    partition's tagged fields grow by what was cut (codec_tags_grow: a
+ *    filler field every client skips) — a consumer never gets a record
+ *    set without a whole batch (the Java client fails on one);
+ *  - a later batch: it and everything after it in the partition become one
+ *    batch cut short — its base offset, a length one byte beyond the
+ *    record set, leader epoch and magic as sent, zeros after — which every
+ *    client takes for the broker's own partial trailing batch (KIP-74).
+ * Either way no record at or past the mirrored HW is readable. */
+
+/* The current topic's name, or NULL and the TopicId (v13+). */
+static const char *cl_topic(struct proxy_rx *rx, const uint8_t **id)
+{
+	*id = rx->fs.version >= 13 ? rx->fs.topic_id : NULL;
+	return *id ? NULL : rx->cl_topic;
+}
+
+/* A TOPIC unit of `used` bytes at the head of `in`: keep its name (v12). */
+static void cl_topic_unit(struct proxy_rx *rx, struct evbuffer *in)
+{
+	rx->cl_topic[0] = '\0';
+	if (rx->fs.version >= 13 || rx->fs.topic.len <= 0)
+		return;
+	size_t n = (size_t)rx->fs.topic.len < sizeof(rx->cl_topic) - 1 ? (size_t)rx->fs.topic.len
+									: sizeof(rx->cl_topic) - 1;
+	struct evbuffer_ptr at;
+	evbuffer_ptr_set(in, &at, rx->fs.topic.off, EVBUFFER_PTR_SET);
+	evbuffer_copyout_from(in, &at, rx->cl_topic, n);
+	rx->cl_topic[n] = '\0';
+}
+
+/*
+ * A PARTITION unit of `used` bytes, `records` record bytes after it, at the
+ * head of `in` (`saved`: the scan before it). Returns 1 when handled, 0 to
+ * wait for the first batch header (the scan is put back), -1 on error.
+ */
+static int cl_partition(struct proxy_conn *c, struct evbuffer *in, const struct codec_fetch_stream *saved,
+			size_t used, size_t records)
+{
+	struct proxy_rx *rx = &c->rx;
+	const struct codec_fetch_stream_part *p = &rx->fs.part;
+	const uint8_t *id;
+	const char *topic = cl_topic(rx, &id);
+	int64_t limit, keep_below;
+	if (!proxy_clamp_stream_partition(c, topic, id, p, &limit, &keep_below)) {
+		rx_move(c, in, used);
+		rx->left -= used;
+		rx->opaque = records;
+		return 1;
+	}
+	size_t peek = records < CODEC_BATCH_PEEK ? records : CODEC_BATCH_PEEK;
+	if (evbuffer_get_length(in) < used + peek) {
+		rx->fs = *saved;
+		return 0;
+	}
+	uint8_t *u = malloc(used + 1);
+	if (!u)
+		return rx_bad(c, "partition", CODEC_ERR_NOMEM);
+	evbuffer_copyout(in, u, used);
+	size_t out_len = used;
+	uint8_t b[8];
+	if (p->high_watermark > limit) {
+		codec_put_be64(b, limit);
+		memcpy(u + p->hw_off, b, 8);
+		rx->cl_changed = true;
+	}
+	if (p->last_stable_offset > limit) {
+		codec_put_be64(b, limit);
+		memcpy(u + p->lso_off, b, 8);
+		rx->cl_changed = true;
+	}
+	rx->cl_keep_below = keep_below;
+	rx->cl_left = records;
+	rx->cl_skip = 0;
+	rx->cl_drop = false;
+	rx->cl_owed = 0;
+	if (records >= 12) {
+		uint8_t h[CODEC_BATCH_PEEK];
+		struct evbuffer_ptr at;
+		evbuffer_ptr_set(in, &at, used, EVBUFFER_PTR_SET);
+		evbuffer_copyout_from(in, &at, h, peek);
+		struct codec_batch_head first;
+		codec_batch_peek(h, peek, records, &first);
+		if (!codec_batch_kept(&first, keep_below)) {
+			/* nothing kept: an empty record set, the rest is filler later */
+			u[p->records_len_off] = 1; /* uvarint(0 + 1) */
+			out_len = p->records_len_off + 1;
+			rx->cl_owed = used - out_len + records;
+			rx->cl_drop = true;
+			rx->cl_changed = true;
+		}
+	} else {
+		rx->cl_left = 0; /* fewer than 12 bytes hold no batch a client reads */
+		rx->opaque = records;
+	}
+	rx_emit(c, in, used, u, out_len);
+	free(u);
+	rx->left -= used;
+	return 1;
+}
+
+/* Bytes of a batch header kept when the rest of a record set is left out:
+ * baseOffset, batchLength (rewritten), partitionLeaderEpoch, magic. */
+#define MASK_HEAD 17
+/* Least batchLength a client accepts from a v2 header (librdkafka: the
+ * 61-byte header less baseOffset and batchLength; Java: 14). */
+#define MASK_MIN_LENGTH 49
+
+/* Leave out the rest (`left` ≥ MASK_HEAD bytes, `h` its first bytes) of the
+ * partition's records: one batch cut short, zeros after its header. */
+static void cl_mask(struct proxy_conn *c, const uint8_t *h, size_t left)
+{
+	bool queue;
+	struct evbuffer *dst = rx_dest(c, &queue);
+	c->rx.cl_changed = true;
+	if (!dst)
+		return;
+	static const uint8_t zeros[4096];
+	uint8_t head[MASK_HEAD];
+	memcpy(head, h, MASK_HEAD);
+	/* at least one byte beyond the record set: the client waits for more */
+	size_t blen = left - 12 + 1 > MASK_MIN_LENGTH ? left - 12 + 1 : MASK_MIN_LENGTH;
+	head[8] = (uint8_t)(blen >> 24);
+	head[9] = (uint8_t)(blen >> 16);
+	head[10] = (uint8_t)(blen >> 8);
+	head[11] = (uint8_t)blen;
+	evbuffer_add(dst, head, MASK_HEAD);
+	for (size_t n = MASK_HEAD; n < left;) {
+		size_t k = left - n < sizeof(zeros) ? left - n : sizeof(zeros);
+		evbuffer_add(dst, zeros, k);
+		n += k;
+	}
+	if (queue)
+		proxy_entry_queue(c, c->rx.e, left);
+}
+
+/* The records of a clamped partition: judge the next batch, or drain what is
+ * left out. Returns 1 on progress, 0 to wait for bytes. */
+static int cl_records(struct proxy_conn *c, struct evbuffer *in)
+{
+	struct proxy_rx *rx = &c->rx;
+	size_t avail = evbuffer_get_length(in);
+	if (rx->cl_skip > 0) {
+		if (avail == 0)
+			return 0;
+		size_t n = avail < rx->cl_skip ? avail : rx->cl_skip;
+		evbuffer_drain(in, n);
+		rx->cl_skip -= n;
+		rx->cl_left -= n;
+		rx->left -= n;
+		rx->cl_bytes += (int64_t)n;
+		return 1;
+	}
+	size_t peek = rx->cl_left < CODEC_BATCH_PEEK ? rx->cl_left : CODEC_BATCH_PEEK;
+	if (avail < peek)
+		return 0;
+	uint8_t h[CODEC_BATCH_PEEK];
+	evbuffer_copyout(in, h, peek);
+	struct codec_batch_head b;
+	codec_batch_peek(h, peek, rx->cl_left, &b);
+	if (!rx->cl_drop && codec_batch_kept(&b, rx->cl_keep_below)) {
+		rx->opaque = b.total;
+		rx->cl_left -= b.total;
+		return 1;
+	}
+	if (!rx->cl_drop && rx->cl_left < MASK_HEAD) {
+		/* the broker's own partial trailing batch: no client reads it */
+		rx->opaque = rx->cl_left;
+		rx->cl_left = 0;
+		return 1;
+	}
+	if (!rx->cl_drop) {
+		cl_mask(c, h, rx->cl_left);
+		rx->cl_drop = true;
+	}
+	if (!b.partial)
+		rx->cl_records += b.records;
+	rx->cl_skip = b.total;
+	return 1;
+}
+
+/* A PART_END unit of `used` bytes at the head of `in` after a partition that
+ * left `cl_owed` bytes out: its tagged fields take the filler. */
+static int cl_part_end(struct proxy_conn *c, struct evbuffer *in, size_t used)
+{
+	struct proxy_rx *rx = &c->rx;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 0, used, iov, PROXY_MAX_IOV);
+	if (niov < 0)
+		return rx_bad(c, "part_end", CODEC_ERR_NOMEM);
+	struct codec_reader r;
+	codec_reader_init(&r, iov, niov);
+	r.flexible = true;
+	codec_read_tags(&r, NULL, NULL, NULL); /* the partition's; the topic's may follow */
+	size_t sec = r.off, grow = rx->cl_owed;
+	uint8_t *out = malloc(sec + grow);
+	enum codec_err err = r.err ? r.err : !out ? CODEC_ERR_NOMEM
+				      : codec_tags_grow(iov, niov, sec, grow, out);
+	if (err != CODEC_OK) {
+		free(out);
+		return rx_bad(c, "part_end", err);
+	}
+	rx_emit(c, in, sec, out, sec + grow);
+	free(out);
+	rx_move(c, in, used - sec);
+	rx->left -= used;
+	rx->cl_owed = 0;
+	return 1;
 }
 
 /* ---- splice (either direction) ---------------------------------------------- */
@@ -590,6 +821,15 @@ int proxy_rx_pump(struct proxy_conn *c)
 			rx->opaque = rx->left;
 			continue;
 		}
+		if (rx->cl_left > 0) {
+			if (cl_records(c, in) == 0)
+				return 0;
+			continue;
+		}
+		if (rx->fs.stage == CODEC_STREAM_TAIL && !rx->tail_rewrite) {
+			rx->opaque = rx->left;
+			continue;
+		}
 		if (rx->fs.stage == CODEC_STREAM_TAIL) {
 			if (avail < rx->left) {
 				if (rx->left > (size_t)c->srv->conf->max_frame_bytes)
@@ -604,6 +844,7 @@ int proxy_rx_pump(struct proxy_conn *c)
 		struct codec_iov iov[PROXY_MAX_IOV];
 		int niov = proxy_buf_iov(in, 0, look, iov, PROXY_MAX_IOV);
 		size_t used = 0, records = 0;
+		struct codec_fetch_stream saved = rx->fs;
 		enum codec_err err = niov < 0 ? CODEC_ERR_NOMEM
 					      : codec_fetch_stream_next(&rx->fs, iov, niov, &used, &records);
 		if (err == CODEC_ERR_UNDERFLOW) {
@@ -616,6 +857,19 @@ int proxy_rx_pump(struct proxy_conn *c)
 		if (err != CODEC_OK || used + records > rx->left)
 			return rx_bad(c, codec_stream_stage_str(rx->fs.stage),
 				      err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
+		if (rx->clamp && saved.stage == CODEC_STREAM_PARTITION) {
+			int rc = cl_partition(c, in, &saved, used, records);
+			if (rc <= 0)
+				return rc;
+			continue;
+		}
+		if (rx->clamp && saved.stage == CODEC_STREAM_PART_END && rx->cl_owed > 0) {
+			if (cl_part_end(c, in, used) < 0)
+				return -1;
+			continue;
+		}
+		if (rx->clamp && saved.stage == CODEC_STREAM_TOPIC)
+			cl_topic_unit(rx, in);
 		rx_move(c, in, used);
 		rx->left -= used;
 		rx->opaque = records;

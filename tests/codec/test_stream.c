@@ -156,6 +156,74 @@ Test(codec_stream, tail_rewrite_keeps_the_length_and_other_tags)
 	}
 }
 
+Test(codec_stream, tags_grow_by_any_size_from_three_keeps_the_fields)
+{
+	/* a partition's tags: none, or DivergingEpoch (tag 0) and tag 2 */
+	static const uint8_t none[] = { 0 };
+	static const uint8_t some[] = { 2, 0, 3, 0xd1, 0xd2, 0xd3, 2, 1, 0xee };
+	const struct { const uint8_t *p; size_t n; } in[] = { { none, 1 }, { some, sizeof(some) } };
+	static uint8_t out[70000];
+	for (size_t t = 0; t < 2; t++) {
+		struct codec_iov iov = { (uint8_t *)in[t].p, in[t].n };
+		for (size_t grow = 0; grow < 66000; grow += grow < 20000 ? 1 : 997) {
+			enum codec_err err = codec_tags_grow(&iov, 1, in[t].n, grow, out);
+			if (grow == 1 || grow == 2) {
+				cr_assert_eq(err, CODEC_ERR_LIMIT, "grow %zu", grow);
+				continue;
+			}
+			cr_assert_eq(err, CODEC_OK, "grow %zu", grow);
+			/* a valid section of exactly n + grow bytes: the fields, then fillers */
+			struct codec_iov o = { out, in[t].n + grow };
+			struct codec_reader r;
+			codec_reader_init(&r, &o, 1);
+			r.flexible = true;
+			uint32_t count = codec_read_uvarint(&r);
+			uint32_t kept = in[t].p[0], prev = 0;
+			cr_assert_leq(count, kept + 2);
+			for (uint32_t i = 0; i < count; i++) {
+				uint32_t tag = codec_read_uvarint(&r);
+				uint32_t size = codec_read_uvarint(&r);
+				cr_assert(i == 0 || tag > prev, "increasing tags, grow %zu", grow);
+				cr_assert_eq(tag >= CODEC_TAG_FILLER - 1, i >= kept, "grow %zu field %u", grow, i);
+				codec_read_skip(&r, size);
+				prev = tag;
+			}
+			cr_assert_eq(codec_reader_finish(&r), CODEC_OK, "grow %zu", grow);
+			if (kept)
+				cr_assert(!memcmp(out + 1, some + 1, sizeof(some) - 1), "fields kept byte for byte");
+		}
+	}
+}
+
+Test(codec_stream, batch_peek_reads_what_a_client_reads)
+{
+	uint8_t h[CODEC_BATCH_PEEK] = { 0 };
+	/* baseOffset 300, batchLength 1249, magic 2, lastOffsetDelta 9, recordsCount 10 */
+	h[6] = 0x01; h[7] = 0x2c;
+	h[10] = 0x04; h[11] = 0xe1;
+	h[16] = 2;
+	h[26] = 9;
+	h[60] = 10;
+	struct codec_batch_head b;
+	codec_batch_peek(h, sizeof(h), 5000, &b);
+	cr_assert_eq(b.base, 300);
+	cr_assert_eq(b.last, 309);
+	cr_assert_eq(b.total, 1261);
+	cr_assert(!b.partial);
+	cr_assert_eq(b.records, 10);
+	cr_assert(codec_batch_kept(&b, 310));
+	cr_assert(!codec_batch_kept(&b, 309), "a batch reaching the limit is left out whole");
+	cr_assert(!codec_batch_kept(&b, -1), "unknown progress keeps nothing");
+	/* the broker's trailing batch cut short: the rest of the record set */
+	codec_batch_peek(h, sizeof(h), 700, &b);
+	cr_assert(b.partial);
+	cr_assert_eq(b.total, 700);
+	/* fewer bytes than a baseOffset: unreadable, never kept */
+	codec_batch_peek(h, 5, 5, &b);
+	cr_assert_eq(b.base, -1);
+	cr_assert(!codec_batch_kept(&b, 1000));
+}
+
 /* ---- Produce requests ------------------------------------------------------ */
 
 struct seen {

@@ -28,9 +28,10 @@ from test_gate import effective
 
 pytestmark = pytest.mark.kafka
 
-# Assigns partition 0 from the beginning; prints "END <endOffsets>" (a
-# ListOffsets latest through syncgate), then "REC <epoch ms> <offset> <value>"
-# for every record until `expect` records or `total_ms`.
+# Assigns partition 0 from the beginning (or the offset given as a sixth
+# argument); prints "END <endOffsets>" (a ListOffsets latest through
+# syncgate), then "REC <epoch ms> <offset> <value's first 16 chars>" for every
+# record until `expect` records or `total_ms`.
 CLAMP_JAVA = r"""
 import java.time.Duration;
 import java.util.*;
@@ -53,14 +54,17 @@ public class ClampConsumer {
         TopicPartition tp = new TopicPartition(topic, 0);
         try (KafkaConsumer<String, String> k = new KafkaConsumer<>(c)) {
             k.assign(List.of(tp));
-            k.seekToBeginning(List.of(tp));
+            if (a.length > 5) k.seek(tp, Long.parseLong(a[5]));
+            else k.seekToBeginning(List.of(tp));
             System.out.println("END " + k.endOffsets(List.of(tp)).get(tp));
             System.out.flush();
             long end = System.currentTimeMillis() + totalMs;
             int n = 0;
             while (n < expect && System.currentTimeMillis() < end) {
                 for (ConsumerRecord<String, String> r : k.poll(Duration.ofMillis(200))) {
-                    System.out.println("REC " + System.currentTimeMillis() + " " + r.offset() + " " + r.value());
+                    String v = r.value();
+                    System.out.println("REC " + System.currentTimeMillis() + " " + r.offset() + " "
+                                       + v.substring(0, Math.min(v.length(), 16)));
                     n++;
                 }
                 System.out.flush();
@@ -354,3 +358,113 @@ def test_exempt_tls_principal_is_not_clamped(make_syncgate, make_testmirror, sou
         mirror.resume()
     got = ssl_consume(sg.bootstrap, topic_name, other, 30, 3, "same-id")
     assert [o for _, o, _ in got] == [0, 1, 2]
+
+
+def java_consumer(clamp_classes, bootstrap, topic, expect, start=None, total_ms=60000):
+    args = [bootstrap, topic, "read_uncommitted", str(total_ms), str(expect)]
+    if start is not None:
+        args.append(str(start))
+    return subprocess.Popen(
+        ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+         "-cp", clamp_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "ClampConsumer", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def rdkafka_consume(bootstrap, topic, start, seconds, expect, out, errors, client_id):
+    """Like confluent_consume from offset `start`; consumer errors go to `errors`."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"clamp-{client_id}",
+                  "client.id": client_id, "enable.auto.commit": False,
+                  "fetch.wait.max.ms": 500, "enable.partition.eof": False})
+    try:
+        c.assign([TopicPartition(topic, 0, start)])
+        end = time.monotonic() + seconds
+        while len(out) < expect and time.monotonic() < end:
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                errors.append(str(m.error()))
+                continue
+            out.append((time.time(), m.offset(), m.value()[:16]))
+    finally:
+        c.close()
+
+
+def test_large_fetches_are_clamped_as_they_stream(clamp_classes, make_syncgate, make_testmirror,
+                                                  source, dest, topic_name):
+    """Fetch responses above 64 KiB (v12+) are clamped as they stream (issue
+    14): batches past the mirrored HW in the middle of a partition's records
+    become one batch cut short, a partition whose first batch is past it gets
+    an empty record set (the cut bytes go to a filler tag). Java and
+    librdkafka consumers, from the beginning (cut mid-records) and from the
+    mirrored HW (everything cut), get exactly the mirrored records while the
+    mirror is paused, no error, and the rest once it resumes."""
+    sg, mirror = gated_topic(source, dest, make_syncgate, make_testmirror, topic_name)
+    pad = "x" * 1000
+    n = 300
+    # several records per batch, ~1 KiB each: every first response is ~300-600 KB
+    source.produce(topic_name, n, partition=0, values=[f"m{i:04d}-{pad}" for i in range(n)],
+                   linger_ms=20, batch_size=32768)
+    wait_until(lambda: dest.high_watermark(topic_name, 0) == n, timeout=30, what=f"mirrored {n}")
+    wait_until(lambda: progress(sg, "dr", topic_name) == n, timeout=30, what=f"progress {n} known")
+    mirror.pause()
+    resumed_at = None
+    try:
+        source.produce(topic_name, n, partition=0, values=[f"u{i:04d}-{pad}" for i in range(n)],
+                       acks=1, enable_idempotence=False, linger_ms=20, batch_size=32768)
+        assert source.high_watermark(topic_name, 0) == 2 * n
+        assert dest.high_watermark(topic_name, 0) == n
+        streamed0 = sg.metric("syncgate_consumer_fetches_streamed_total")
+        withheld0 = sg.metric("syncgate_consumer_records_withheld_total")
+        java_all = java_consumer(clamp_classes, sg.bootstrap, topic_name, 2 * n)
+        java_tail = java_consumer(clamp_classes, sg.bootstrap, topic_name, n, start=n)
+        runs = {}
+        threads = []
+        for name, start, expect in (("all", 0, 2 * n), ("tail", n, n)):
+            runs[name] = ([], [])
+            t = threading.Thread(target=rdkafka_consume,
+                                 args=(sg.bootstrap, topic_name, start, 60, expect, *runs[name],
+                                       f"clamp-stream-{name}"))
+            t.start()
+            threads.append(t)
+        time.sleep(10)  # the consumers poll while the mirror is paused
+        got_all, err_all = runs["all"]
+        got_tail, err_tail = runs["tail"]
+        assert [o for _, o, _ in got_all] == list(range(n)), got_all[-3:]
+        assert got_tail == [], got_tail[:3]
+        assert err_all == [] and err_tail == [], (err_all, err_tail)
+        streamed = sg.metric("syncgate_consumer_fetches_streamed_total") - streamed0
+        print(f"\nstreamed clamped responses: {streamed:.0f}, records withheld: "
+              f"{sg.metric('syncgate_consumer_records_withheld_total') - withheld0:.0f}")
+        assert streamed >= 2, "the first large response of each consumer streams"
+        assert sg.metric("syncgate_consumer_records_withheld_total") > withheld0
+        mirror.resume()
+        resumed_at = time.time()
+        for t in threads:
+            t.join(60)
+        out_all, err_j_all = java_all.communicate(timeout=90)
+        out_tail, err_j_tail = java_tail.communicate(timeout=90)
+    finally:
+        if resumed_at is None:
+            mirror.resume()
+        for p in (java_all, java_tail):
+            if p.poll() is None:
+                p.kill()
+    for out, err_s, start in ((out_all, err_j_all, 0), (out_tail, err_j_tail, n)):
+        assert java_all.returncode == 0 and java_tail.returncode == 0, err_s[-3000:]
+        lines = out.splitlines()
+        assert lines[0] == f"END {n}", lines[:3]
+        recs = [ln.split(" ", 3) for ln in lines if ln.startswith("REC ")]
+        assert [int(r[2]) for r in recs] == list(range(start, 2 * n)), recs[:3]
+        for r in recs:
+            off = int(r[2])
+            assert r[3] == (f"m{off:04d}-" if off < n else f"u{off - n:04d}-") + pad[:10]
+            if off >= n:
+                assert int(r[1]) / 1000 >= resumed_at - 0.05, ("an unmirrored record reached the "
+                                                               "Java consumer before the resume", r)
+    for got, errs, start in ((got_all, err_all, 0), (got_tail, err_tail, n)):
+        assert errs == [], errs
+        assert [o for _, o, _ in got] == list(range(start, 2 * n))
+        assert all(t >= resumed_at - 0.05 for t, o, _ in got if o >= n)
+        for _, o, v in got:
+            assert v == ((f"m{o:04d}-" if o < n else f"u{o - n:04d}-") + pad)[:16].encode()

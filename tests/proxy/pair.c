@@ -44,6 +44,8 @@ void pair_fini(struct fixture *f)
 	struct proxy_conn *c;
 	while ((c = TAILQ_FIRST(&f->srv.conns)))
 		proxy_conn_free(c);
+	if (f->srv.gate)
+		mirror_gate_free(f->srv.gate); /* a test's gate: before the loop it uses */
 	proxy_topic_ids_free(f->srv.topic_ids);
 	event_base_free(f->base);
 	conf_free(f->conf);

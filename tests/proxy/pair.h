@@ -20,7 +20,8 @@ struct fixture {
 
 /* Set up `f` with the config `yaml` (Criterion asserts on any failure). */
 void pair_init(struct fixture *f, const char *yaml);
-/* Free the connections, the config and the test's ends still open. */
+/* Free the connections, a gate the test put in f->srv.gate, the config and the
+ * test's ends still open. */
 void pair_fini(struct fixture *f);
 
 #endif

@@ -704,3 +704,285 @@ Test(proxy_stream, malformed_streamed_produce_logs_its_offset)
 	free(frame.p);
 	fixture_fini(&f);
 }
+
+/* ---- the consumer clamp as the frame streams (issue 14) --------------------- */
+
+static const char *clamp_yaml =
+	"mode: sidecar\n"
+	"listen:\n  kafka: 127.0.0.1:19092\n"
+	"upstream:\n  broker: 127.0.0.1:9092\n"
+	"advertise:\n  template: \"" ADVERTISED ":19092\"\n"
+	"mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [orders]\n"
+	"limits:\n  max_frame_bytes: 100000\n";
+
+#define MHW 300       /* the mirrored high watermark of both partitions */
+#define BROKER_HW 600
+#define STEP 10       /* records per batch */
+#define PAYLOAD 1200  /* bytes per batch after its 61-byte header */
+
+/* A RecordBatch v2 header (61 bytes) and PAYLOAD pattern bytes. */
+static void put_batch(struct buf *b, int64_t base)
+{
+	put64(b, base);
+	put32(b, 49 + PAYLOAD);   /* batchLength */
+	put32(b, 5);              /* partitionLeaderEpoch */
+	put8(b, 2);               /* magic */
+	put32(b, 0x12345678);     /* crc */
+	put16(b, 0);              /* attributes */
+	put32(b, STEP - 1);       /* lastOffsetDelta */
+	put64(b, 1000);
+	put64(b, 2000);
+	put64(b, -1);
+	put16(b, 0);
+	put32(b, 0);
+	put32(b, STEP);           /* recordsCount */
+	for (size_t i = 0; i < PAYLOAD; i++)
+		put8(b, (uint8_t)(base + (int64_t)i));
+}
+
+/*
+ * A Fetch v12 response: topic "orders", partition 0 with batches from offset
+ * 0 (cut in the middle), partition 1 with batches from MHW (cut whole; a
+ * DivergingEpoch tag to keep), both up to BROKER_HW.
+ */
+static struct buf fetch12_clamped(int32_t correlation_id, size_t *p0_records_at)
+{
+	struct buf b = { 0 };
+	put32(&b, 0);
+	put32(&b, correlation_id);
+	put8(&b, 0);
+	put32(&b, 0);
+	put16(&b, 0);
+	put32(&b, 7);
+	putuv(&b, 2);
+	putcstr(&b, "orders");
+	putuv(&b, 3);
+	for (int p = 0; p < 2; p++) {
+		put32(&b, p);
+		put16(&b, 0);
+		put64(&b, BROKER_HW);
+		put64(&b, BROKER_HW);
+		put64(&b, 0);
+		put8(&b, 0);     /* AbortedTransactions: null */
+		put32(&b, -1);
+		struct buf r = { 0 };
+		for (int64_t base = p ? MHW : 0; base < BROKER_HW; base += STEP)
+			put_batch(&r, base);
+		putuv(&b, (uint32_t)r.n + 1);
+		if (p == 0)
+			*p0_records_at = b.n;
+		put(&b, r.p, r.n);
+		free(r.p);
+		if (p == 1) {    /* tag 0 DivergingEpoch {Epoch 3, EndOffset 9, tags} */
+			put8(&b, 1);
+			put8(&b, 0);
+			put8(&b, 13);
+			put32(&b, 3);
+			put64(&b, 9);
+			put8(&b, 0);
+		} else {
+			put8(&b, 0);
+		}
+	}
+	put8(&b, 0); /* topic tags */
+	put8(&b, 0); /* top-level tags */
+	uint32_t len = (uint32_t)b.n - 4;
+	b.p[0] = (uint8_t)(len >> 24);
+	b.p[1] = (uint8_t)(len >> 16);
+	b.p[2] = (uint8_t)(len >> 8);
+	b.p[3] = (uint8_t)len;
+	return b;
+}
+
+/* A consumer's Fetch v12 request for orders[0..1] from the client's side. */
+static void client_fetch12(struct fixture *f, int32_t correlation_id)
+{
+	struct buf b = { 0 };
+	put32(&b, 0);
+	put16(&b, CODEC_API_FETCH);
+	put16(&b, 12);
+	put32(&b, correlation_id);
+	put16(&b, 4);
+	put(&b, "test", 4);
+	put8(&b, 0);             /* header tags */
+	put32(&b, -1);           /* ReplicaId */
+	put32(&b, 500);          /* MaxWaitMs */
+	put32(&b, 1);            /* MinBytes */
+	put32(&b, 50 << 20);     /* MaxBytes */
+	put8(&b, 0);             /* IsolationLevel */
+	put32(&b, 0);            /* SessionId */
+	put32(&b, -1);           /* SessionEpoch */
+	putuv(&b, 2);
+	putcstr(&b, "orders");
+	putuv(&b, 3);
+	for (int p = 0; p < 2; p++) {
+		put32(&b, p);
+		put32(&b, -1);   /* CurrentLeaderEpoch */
+		put64(&b, 0);    /* FetchOffset */
+		put32(&b, -1);   /* LastFetchedEpoch */
+		put64(&b, -1);   /* LogStartOffset */
+		put32(&b, 1 << 20);
+		put8(&b, 0);
+	}
+	put8(&b, 0);             /* topic tags */
+	putuv(&b, 1);            /* ForgottenTopicsData */
+	putuv(&b, 1);            /* RackId "" */
+	put8(&b, 0);
+	uint32_t len = (uint32_t)b.n - 4;
+	b.p[0] = (uint8_t)(len >> 24);
+	b.p[1] = (uint8_t)(len >> 16);
+	b.p[2] = (uint8_t)(len >> 8);
+	b.p[3] = (uint8_t)len;
+	cr_assert_eq(write(f->cl, b.p, b.n), (ssize_t)b.n);
+	/* the request reaches the broker's end; the test's broker drops it */
+	uint8_t tmp[4096];
+	size_t got = 0;
+	for (int i = 0; i < 200 && got < b.n; i++) {
+		loop_once(f);
+		ssize_t r = read(f->up, tmp, sizeof(tmp));
+		if (r > 0)
+			got += (size_t)r;
+	}
+	cr_assert_eq(got, b.n);
+	free(b.p);
+}
+
+/* The pair, with a gate (freed by pair_fini) where orders[0..1] are SYNC on
+ * mirror dr with progress MHW. */
+static void clamp_fixture(struct fixture *f)
+{
+	pair_init(f, clamp_yaml);
+	struct mirror_gate *g = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
+	cr_assert(g);
+	f->srv.gate = g;
+	for (int p = 0; p < 2; p++) {
+		struct mirror_report r = {
+			.mirror = "dr", .topic = "orders", .partition = p, .npartitions = 2,
+			.progress = MHW, .source_hw = MHW, .isr = 3, .min_isr = 2,
+		};
+		cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
+		for (int i = 0; i < 4; i++)
+			loop_once(f);
+	}
+	int64_t mhw = -1;
+	cr_assert_eq(mirror_gate_mirrored_hw(g, "orders", 0, &mhw), 1);
+	cr_assert_eq(mhw, MHW);
+}
+
+/* Walk the client's copy: both partitions clamped, every whole batch below MHW. */
+static void check_clamped(const struct buf *in, const struct buf *out, size_t p0_records_at)
+{
+	cr_assert_eq(out->n, in->n, "the size prefix went first: the length stays");
+	cr_assert(!memcmp(out->p, in->p, 4 + 4 + 1));
+	struct codec_fetch_stream fs;
+	codec_fetch_stream_init(&fs, 12);
+	size_t pos = 9;
+	int part = -1;
+	while (fs.stage != CODEC_STREAM_TAIL) {
+		struct codec_iov one = { out->p + pos, out->n - pos };
+		size_t used = 0, records = 0;
+		enum codec_stream_stage st = fs.stage;
+		cr_assert_eq(codec_fetch_stream_next(&fs, &one, 1, &used, &records), CODEC_OK,
+			     "stage %s at %zu", codec_stream_stage_str(st), pos);
+		if (st == CODEC_STREAM_PART_END && part == 1) {
+			/* the DivergingEpoch tag kept, then filler fields */
+			struct codec_reader r;
+			codec_reader_init(&r, &one, 1);
+			r.flexible = true;
+			uint32_t n = codec_read_uvarint(&r);
+			cr_assert_geq(n, 2);
+			cr_assert_eq(codec_read_uvarint(&r), 0);
+			cr_assert_eq(codec_read_uvarint(&r), 13);
+			codec_read_skip(&r, 13);
+			for (uint32_t i = 1; i < n; i++) {
+				cr_assert_geq(codec_read_uvarint(&r), CODEC_TAG_FILLER - 1);
+				codec_read_skip(&r, codec_read_uvarint(&r));
+			}
+			cr_assert_eq(r.err, CODEC_OK);
+		}
+		pos += used;
+		if (st != CODEC_STREAM_PARTITION)
+			continue;
+		part = fs.part.partition;
+		cr_assert_eq(fs.part.high_watermark, MHW);
+		cr_assert_eq(fs.part.last_stable_offset, MHW);
+		/* every whole batch a client can read is below MHW */
+		size_t at = 0, whole = 0;
+		while (at < records) {
+			struct codec_batch_head b;
+			size_t left = records - at;
+			codec_batch_peek(out->p + pos + at, left < CODEC_BATCH_PEEK ? left : CODEC_BATCH_PEEK,
+					 left, &b);
+			if (!b.partial) {
+				cr_assert_lt(b.last, MHW, "partition %d: batch %lld..%lld reaches a client", part,
+					     (long long)b.base, (long long)b.last);
+				whole++;
+			}
+			at += b.total;
+		}
+		if (part == 0) {
+			cr_assert_eq(whole, MHW / STEP);
+			cr_assert(!memcmp(out->p + pos, in->p + p0_records_at, whole * (61 + PAYLOAD)),
+				  "kept batches pass byte for byte");
+		} else {
+			cr_assert_eq(records, 0, "partition 1: nothing kept, an empty record set");
+		}
+		pos += records;
+	}
+	cr_assert_eq(part, 1);
+}
+
+Test(proxy_stream, consumer_clamp_cuts_a_streamed_fetch_at_every_split)
+{
+	size_t p0_at = 0;
+	struct buf frame = fetch12_clamped(11, &p0_at);
+	cr_assert_gt(frame.n, PROXY_STREAM_MIN);
+	cr_assert_gt(frame.n, 100000, "above limits.max_frame_bytes: only streaming can carry it");
+	size_t p0_cut = p0_at + (MHW / STEP) * (61 + PAYLOAD);
+	size_t p1_unit = p0_at + (BROKER_HW / STEP) * (61 + PAYLOAD) + 1; /* after p0's tags */
+	int runs = 0;
+	for (size_t cut = 1; cut < frame.n; cut++) {
+		/* every byte around the structure, the masked batch and the first batch
+		 * of the partition cut whole; a sample elsewhere */
+		bool near = cut < 120 || (cut + 80 > p0_cut && cut < p0_cut + 80) ||
+			    (cut + 80 > p1_unit && cut < p1_unit + 120) || cut > frame.n - 40;
+		if (!near && cut % 1499)
+			continue;
+		struct fixture f;
+		clamp_fixture(&f);
+		client_fetch12(&f, 11);
+		cr_assert_eq(f.c->nfifo, 1);
+		struct buf out = { 0 };
+		feed(&f, &frame, &cut, 1, &out);
+		check_clamped(&frame, &out, p0_at);
+		cr_assert_eq(f.c->nfifo, 0);
+		cr_assert(f.c->clamp_lagging, "records were left out: the next response is buffered");
+		free(out.p);
+		pair_fini(&f);
+		runs++;
+	}
+	cr_assert_gt(runs, 300);
+	free(frame.p);
+}
+
+Test(proxy_stream, consumer_clamp_after_a_cut_buffers_and_holds_the_next_fetch)
+{
+	size_t p0_at = 0;
+	struct buf frame = fetch12_clamped(12, &p0_at);
+	struct fixture f;
+	clamp_fixture(&f);
+	client_fetch12(&f, 12);
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	check_clamped(&frame, &out, p0_at);
+	cr_assert(f.c->clamp_lagging);
+	/* the next request is not streamed: its MaxBytes is lowered to fit
+	 * limits.max_frame_bytes, so the broker's answer can be held */
+	client_fetch12(&f, 13);
+	struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
+	cr_assert(e && e->clamp);
+	cr_assert(!proxy_clamp_streams(e));
+	free(out.p);
+	pair_fini(&f);
+	free(frame.p);
+}
