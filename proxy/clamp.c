@@ -10,6 +10,14 @@
  * the broker's buffer segments around a few rewritten header fields
  * (codec_edits): no record is copied or re-encoded.
  *
+ * Streamed (issue 14/20): a Fetch v12+ response is judged as it streams
+ * (stream.c) while the connection's last clamped response left nothing out
+ * — the mirrors keep up, the usual case — so the request's MaxBytes stays
+ * and record bytes are spliced. Once one left records out the connection's
+ * next response is buffered whole (MaxBytes lowered to fit
+ * limits.max_frame_bytes) so that it can be held, until one leaves nothing
+ * out again.
+ *
  * No busy loop: a Fetch response that clamping leaves without any record,
  * while the request's MaxWaitMs has not elapsed, is HELD (within the held
  * bytes caps; the FIFO keeps responses in order) until the mirrored HW

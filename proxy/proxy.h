@@ -175,7 +175,7 @@ struct proxy_rx {
 	size_t cl_skip;                /* of those, bytes of the batch being left out not drained yet */
 	bool cl_drop;                  /* the rest of its records is left out */
 	size_t cl_owed;                /* bytes left out of the frame: filler in the partition's tags */
-	int64_t cl_records, cl_bytes;  /* records and bytes left out of the current partition */
+	int64_t cl_records, cl_bytes;  /* records and bytes left out of the response so far */
 };
 
 /** Connection pair state. */

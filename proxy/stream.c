@@ -19,9 +19,11 @@
  *
  * The tail tags of a streamed Fetch v16+ response are rewritten to the same
  * length (codec_tags_rewrite_endpoints_fixed): the frame's size prefix,
- * which precedes them, is already on its way. Rewrites that change a length
- * (other endpoints, ApiVersions, held Produce responses, the consumer clamp)
- * need the frame whole and stay on the buffered path (response.c).
+ * which precedes them, is already on its way. A consumer's Fetch v12+ is
+ * clamped as it passes, keeping its length (below, "the consumer clamp").
+ * Rewrites that change a length (other endpoints, ApiVersions, held Produce
+ * responses, older or held clamped Fetch responses) need the frame whole
+ * and stay on the buffered path (response.c).
  *
  * rx states (proxy_rx_set_state() changes them):
  *   FRAME → STREAM → (SPLICE → STREAM)* → FRAME
