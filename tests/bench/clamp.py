@@ -3,13 +3,21 @@
 
 One source and one destination cluster (one broker each), the offset-preserving
 test mirror, a topic filled and fully mirrored (so the clamp withholds nothing
-and what is measured is its cost: every consumer Fetch response of the gated
-topic is buffered whole, decoded and checked), and three targets read in
+and what is measured is its cost: every partition of every consumer Fetch
+response of the gated topic is judged — as it streams for v12+ responses
+above 64 KiB, buffered whole otherwise), and three targets read in
 alternating rounds by Kafka's ConsumerPerformance:
 
   direct  the broker
   clamp   syncgate, the topic SYNC on the mirror, consumers.clamp: clamp (default)
   pass    syncgate, the same, consumers.clamp: pass
+
+Then end-to-end latency (--latency-s, 0 skips it): records produced with
+acks=all at --rate per second, each stamped with its send time, read back
+by a consumer on the same target; per record the ack delay (send → ack:
+through syncgate the gate's release is in it) and the visible delay (send →
+the consumer has it: through `clamp` the mirrored HW is in it), p50/p99/max,
+per target in alternating rounds (`direct` and `clamp`).
 
 Prints medians and ratios; never fails on time. Results go to docs/benchmarks.md
 by hand, with the machine load (printed at start and end).
@@ -27,7 +35,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-from bench import SG, consumer_perf, cpu_seconds, log, med, producer_perf, rnd  # noqa: E402
+from bench import SG, consumer_perf, cpu_seconds, log, med, pct, producer_perf, rnd  # noqa: E402
 from kafkabed import KafkaBed, wait_until  # noqa: E402
 
 
@@ -36,11 +44,58 @@ def loadavg() -> str:
         return " ".join(f.read().split()[:3])
 
 
+def e2e_latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict:
+    """Produce (acks=all) and consume `topic` partition 0 through `bootstrap` for
+    `seconds`; per record: ack and visible delays, ms."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"e2e-{time.time_ns()}",
+                  "enable.auto.commit": False, "fetch.wait.max.ms": 100,
+                  "fetch.error.backoff.ms": 10})
+    lo, hi = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=10, cached=False)
+    c.assign([TopicPartition(topic, 0, hi)])
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 0,
+                  "enable.idempotence": True})
+    sent, acked, seen = {}, {}, {}
+
+    def on_ack(err, msg):
+        if err is None:
+            acked[msg.value()] = time.monotonic()
+
+    i, t0 = 0, time.monotonic()
+    end = t0 + seconds
+    while time.monotonic() < end:
+        due = t0 + i / rate
+        while time.monotonic() < due:
+            m = c.poll(0.001)
+            if m is not None and not m.error():
+                seen.setdefault(m.value(), time.monotonic())
+            p.poll(0)
+        v = f"e2e-{i}".encode()
+        sent[v] = time.monotonic()
+        p.produce(topic, v, partition=0, on_delivery=on_ack)
+        p.poll(0)
+        i += 1
+    p.flush(30)
+    drain = time.monotonic() + 10
+    while len(seen) < len(sent) and time.monotonic() < drain:
+        m = c.poll(0.01)
+        if m is not None and not m.error():
+            seen.setdefault(m.value(), time.monotonic())
+    c.close()
+    ack = sorted((acked[v] - t) * 1000 for v, t in sent.items() if v in acked)
+    vis = sorted((seen[v] - t) * 1000 for v, t in sent.items() if v in seen)
+    return {"n": len(sent), "acked": len(ack), "seen": len(vis),
+            "ack_p50": pct(ack, 50), "ack_p99": pct(ack, 99),
+            "vis_p50": pct(vis, 50), "vis_p99": pct(vis, 99), "vis_max": vis[-1] if vis else None}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--mb", type=int, default=200, help="topic size in MB of 1 KiB records (default 200)")
     ap.add_argument("--partitions", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rate", type=int, default=200, help="records/s of the latency phase (default 200)")
+    ap.add_argument("--latency-s", type=float, default=15, help="seconds per latency round (0: skip)")
     a = ap.parse_args()
     log(f"start: {os.cpu_count()} cores, load average {loadavg()}")
     bed = KafkaBed()
@@ -89,8 +144,24 @@ def main():
                   + f"  rounds {[x['fetch_mb_s'] for x in runs[t]]}")
         print(f"  clamp / pass: {rnd(med([x['fetch_mb_s'] for x in runs['clamp']]) / med([x['fetch_mb_s'] for x in runs['pass']]))}")
         print(f"  clamp syncgate: {fetches:.0f} consumer fetches, "
+              f"{sgs['clamp'].metric('syncgate_consumer_fetches_streamed_total'):.0f} clamped as they streamed, "
               f"{sgs['clamp'].metric('syncgate_consumer_responses_clamped_total') - clamped0:.0f} responses changed, "
               f"{sgs['clamp'].metric('syncgate_consumer_records_withheld_total') - withheld0:.0f} records withheld")
+        if a.latency_s > 0:
+            lat = {"direct": [], "clamp": []}
+            for r in range(a.rounds):
+                for t in (["direct", "clamp"] if r % 2 == 0 else ["clamp", "direct"]):
+                    x = e2e_latency(targets[t], topic, a.rate, a.latency_s)
+                    lat[t].append(x)
+                    log(f"  latency round {r + 1} {t}: {x}")
+            print(f"\nend-to-end latency, {a.rate} records/s acks=all to partition 0 for {a.latency_s:.0f} s, "
+                  f"{a.rounds} alternating rounds, medians of the rounds' figures (ms):")
+            for t, xs in lat.items():
+                f = {k: med([x[k] for x in xs if x[k] is not None]) for k in
+                     ("ack_p50", "ack_p99", "vis_p50", "vis_p99", "vis_max")}
+                print(f"  {t:7} send→ack p50 {f['ack_p50']:.2f} p99 {f['ack_p99']:.2f}   "
+                      f"send→visible p50 {f['vis_p50']:.2f} p99 {f['vis_p99']:.2f} max {f['vis_max']:.1f}"
+                      f"   records {[x['seen'] for x in xs]} of {[x['n'] for x in xs]}")
         log(f"end: load average {loadavg()}")
     finally:
         bed.stop_all(clean=True)

@@ -26,6 +26,18 @@ static int endpoint_fn(void *ctx, int32_t node_id, const char *h, int32_t port,
 	return 0;
 }
 
+/* `n` bytes at `p` must be exactly one tag section. */
+static void tags_walk_or_abort(uint8_t *p, size_t n)
+{
+	struct codec_iov o = { p, n };
+	struct codec_reader r;
+	codec_reader_init(&r, &o, 1);
+	r.flexible = true;
+	codec_read_tags(&r, NULL, NULL, NULL);
+	if (codec_reader_finish(&r) != CODEC_OK)
+		abort();
+}
+
 /* A unit after a partition (its tags first) grown as the streamed clamp
  * grows it: a valid tag section `grow` bytes longer, or a clean refusal. */
 static void grow_tags(const uint8_t *p, size_t n, size_t grow)
@@ -39,14 +51,8 @@ static void grow_tags(const uint8_t *p, size_t n, size_t grow)
 		return;
 	size_t sec = r.off;
 	uint8_t *out = malloc(sec + grow);
-	if (codec_tags_grow(&in, 1, sec, grow, out) == CODEC_OK) {
-		struct codec_iov o = { out, sec + grow };
-		codec_reader_init(&r, &o, 1);
-		r.flexible = true;
-		codec_read_tags(&r, NULL, NULL, NULL);
-		if (codec_reader_finish(&r) != CODEC_OK)
-			abort();
-	}
+	if (codec_tags_grow(&in, 1, sec, grow, out) == CODEC_OK)
+		tags_walk_or_abort(out, sec + grow);
 	free(out);
 }
 
@@ -105,13 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (codec_tags_rewrite_endpoints_fixed(&tail, 1, len - pos, endpoint_fn, NULL, out,
 						       &changed) == CODEC_OK && changed) {
 			/* the result is a tag section of the same length that walks cleanly */
-			struct codec_iov o = { out, len - pos };
-			struct codec_reader r;
-			codec_reader_init(&r, &o, 1);
-			r.flexible = true;
-			codec_read_tags(&r, NULL, NULL, NULL);
-			if (codec_reader_finish(&r) != CODEC_OK)
-				abort();
+			tags_walk_or_abort(out, len - pos);
 		}
 		free(out);
 	}

@@ -72,6 +72,15 @@ static void putuv(struct buf *b, uint32_t v)
 	put8(b, (uint8_t)v);
 }
 static void putcstr(struct buf *b, const char *s) { putuv(b, (uint32_t)strlen(s) + 1); put(b, s, strlen(s)); }
+/* The size prefix of the frame in `b` (its first 4 bytes) set to the rest. */
+static void seal(struct buf *b)
+{
+	uint32_t len = (uint32_t)b->n - 4;
+	b->p[0] = (uint8_t)(len >> 24);
+	b->p[1] = (uint8_t)(len >> 16);
+	b->p[2] = (uint8_t)(len >> 8);
+	b->p[3] = (uint8_t)len;
+}
 
 /*
  * A Fetch v16 response frame (size prefix included): one topic, `nparts`
@@ -122,11 +131,7 @@ static struct buf fetch16(int32_t correlation_id, int nparts, size_t records, co
 	} else {
 		put8(&b, 0);
 	}
-	uint32_t len = (uint32_t)b.n - 4;
-	b.p[0] = (uint8_t)(len >> 24);
-	b.p[1] = (uint8_t)(len >> 16);
-	b.p[2] = (uint8_t)(len >> 8);
-	b.p[3] = (uint8_t)len;
+	seal(&b);
 	return b;
 }
 
@@ -500,11 +505,7 @@ static struct buf produce9(int32_t correlation_id, int16_t version, int16_t acks
 	put8(&b, 0); /* partition tags */
 	put8(&b, 0); /* topic tags */
 	put8(&b, 0); /* request tags */
-	uint32_t len = (uint32_t)b.n - 4;
-	b.p[0] = (uint8_t)(len >> 24);
-	b.p[1] = (uint8_t)(len >> 16);
-	b.p[2] = (uint8_t)(len >> 8);
-	b.p[3] = (uint8_t)len;
+	seal(&b);
 	return b;
 }
 
@@ -786,11 +787,7 @@ static struct buf fetch12_clamped(int32_t correlation_id, size_t *p0_records_at)
 	}
 	put8(&b, 0); /* topic tags */
 	put8(&b, 0); /* top-level tags */
-	uint32_t len = (uint32_t)b.n - 4;
-	b.p[0] = (uint8_t)(len >> 24);
-	b.p[1] = (uint8_t)(len >> 16);
-	b.p[2] = (uint8_t)(len >> 8);
-	b.p[3] = (uint8_t)len;
+	seal(&b);
 	return b;
 }
 
@@ -828,11 +825,7 @@ static void client_fetch12(struct fixture *f, int32_t correlation_id)
 	putuv(&b, 1);            /* ForgottenTopicsData */
 	putuv(&b, 1);            /* RackId "" */
 	put8(&b, 0);
-	uint32_t len = (uint32_t)b.n - 4;
-	b.p[0] = (uint8_t)(len >> 24);
-	b.p[1] = (uint8_t)(len >> 16);
-	b.p[2] = (uint8_t)(len >> 8);
-	b.p[3] = (uint8_t)len;
+	seal(&b);
 	cr_assert_eq(write(f->cl, b.p, b.n), (ssize_t)b.n);
 	/* the request reaches the broker's end; the test's broker drops it */
 	uint8_t tmp[4096];
