@@ -328,7 +328,8 @@ const struct conf_setting conf_settings[] = {
 	{ "limits.max_frame_bytes", CONF_T_INT64, C(max_frame_bytes), 0, 0, 1024, 2147483647LL, "104857600", NULL, NULL,
 	  "Largest frame syncgate buffers whole, bytes: every request, and the responses it rewrites "
 	  "(Metadata, FindCoordinator, DescribeCluster, ApiVersions, Produce, consumer Fetch responses "
-	  "it clamps). A larger one closes the connection with `frame_refused`. Responses streamed "
+	  "it clamps buffered: v4–v11, or after a response that left records out, with the request's "
+	  "`MaxBytes` lowered to fit). A larger one closes the connection with `frame_refused`. Responses streamed "
 	  "through (Fetch and every other response not rewritten) have no size cap, nor do responses "
 	  "of 64 KiB or less." },
 	{ "limits.max_held_bytes_per_connection", CONF_T_INT64, C(max_held_bytes_per_connection), 0, 0, 1024, 1024 * GiB, "67108864", NULL, NULL,
