@@ -71,7 +71,8 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
 
 static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
 static struct metric *m_linger[2]; /* closes after a client left: delivered, expired */
-static struct metric *m_idle_closed, *m_half_closed;
+static struct metric *m_idle_closed;
+static struct metric *m_half_closed[2]; /* ends of HALF_CLOSED: delivered, client gone */
 static struct proxy_log_limit idle_log; /* one client_idle_closed line a second */
 
 static void conn_metrics_init(void)
@@ -100,11 +101,14 @@ static void conn_metrics_init(void)
 	m_idle_closed = metric_get(METRIC_COUNTER, "syncgate_client_idle_closes_total",
 				   "Client connections closed by limits.client_idle_ms: nothing in flight "
 				   "and no client traffic for that long.", "", NULL, 0);
-	m_half_closed = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total",
-				   "Client connections whose client shut down its write side with "
-				   "responses owed: kept open for writing until every owed response was "
-				   "delivered (a client found gone meanwhile lingers instead).",
-				   "", NULL, 0);
+	static const char half_help[] =
+		"Client connections kept open for writing after the client shut down its "
+		"write side with responses owed, by outcome: every owed response written "
+		"(delivered), or a write failed (client_gone: it had closed; then it lingers).";
+	m_half_closed[0] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
+				      "outcome=\"delivered\"", NULL, 0);
+	m_half_closed[1] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
+				      "outcome=\"client_gone\"", NULL, 0);
 }
 
 /*
@@ -262,10 +266,12 @@ static void linger_check(struct proxy_conn *c)
 	if ((c->state != PROXY_CONN_LINGERING && c->state != PROXY_CONN_HALF_CLOSED) ||
 	    !c->upstream || !linger_done(c))
 		return;
-	if (c->state == PROXY_CONN_LINGERING)
+	if (c->state == PROXY_CONN_LINGERING) {
 		event_active(c->close_ev, EV_TIMEOUT, 0); /* counted by deferred_close_cb */
-	else
-		proxy_conn_close(c, "client half-closed: every response delivered");
+		return;
+	}
+	metric_add(m_half_closed[0], 1);
+	proxy_conn_close(c, "client half-closed: every response delivered");
 }
 
 /*
@@ -667,6 +673,8 @@ void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
 		proxy_conn_close(c, "client closed in the middle of a request");
 		return;
 	}
+	if (c->state == PROXY_CONN_HALF_CLOSED)
+		metric_add(m_half_closed[1], 1);
 	size_t partial = evbuffer_get_length(bufferevent_get_input(c->client));
 	proxy_rx_client_gone(c);
 	bufferevent_free(c->client);
@@ -720,7 +728,6 @@ static bool client_half_close(struct proxy_conn *c)
 	bufferevent_disable(c->client, EV_READ);
 	c->client_paused = false; /* nothing more is read: the caps only pace the broker now */
 	conn_set_state(c, PROXY_CONN_HALF_CLOSED, "client half-closed");
-	metric_add(m_half_closed, 1);
 	LOG_D("client_half_closed", "conn=%llu peer=%s upstream_connected=%d unsent_bytes=%zu "
 	      "responses_owed=%zu held_bytes=%zu", (unsigned long long)c->id, c->peer,
 	      c->upstream_up, evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo,

@@ -116,9 +116,11 @@ static double counter(const char *name, const char *labels)
 	return metric_value(metric_get(METRIC_COUNTER, name, "", labels, NULL, 0));
 }
 
+/* Half-closes ended, all outcomes. */
 static double half_closes(void)
 {
-	return counter("syncgate_client_half_closes_total", "");
+	return counter("syncgate_client_half_closes_total", "outcome=\"delivered\"") +
+	       counter("syncgate_client_half_closes_total", "outcome=\"client_gone\"");
 }
 
 static double lingers_delivered(void)
@@ -149,7 +151,6 @@ Test(proxy_conn, half_closed_client_reads_every_response_then_the_pair_closes)
 	cr_assert_eq(shutdown(f.cl, SHUT_WR), 0);
 	run_for(&f, 20);
 	cr_assert_eq(f.c->state, PROXY_CONN_HALF_CLOSED);
-	cr_assert_eq(half_closes(), hc + 1);
 
 	/* the broker takes its time: no idle close, no linger deadline */
 	run_for(&f, 150);
@@ -169,6 +170,7 @@ Test(proxy_conn, half_closed_client_reads_every_response_then_the_pair_closes)
 	run_until_closed(&f);
 	cr_assert(at_eof(f.cl), "then the client sees the close");
 	cr_assert(at_eof(f.up), "and the broker a clean one");
+	cr_assert_eq(counter("syncgate_client_half_closes_total", "outcome=\"delivered\""), hc + 1);
 	cr_assert_eq(lingers_delivered(), lingered, "nothing was dropped");
 	pair_fini(&f);
 }
@@ -214,7 +216,7 @@ Test(proxy_conn, client_that_really_closed_takes_the_client_gone_path)
 {
 	struct fixture f;
 	pair_init(&f, yaml);
-	double lingered = lingers_delivered();
+	double lingered = lingers_delivered(), hc = half_closes();
 	two_requests(&f);
 	close(f.cl); /* an EOF like a half-close: only a write can tell */
 	f.cl = -1;
@@ -237,6 +239,8 @@ Test(proxy_conn, client_that_really_closed_takes_the_client_gone_path)
 	run_until_closed(&f);
 	cr_assert(at_eof(f.up), "the broker sees a clean close after its last response was read");
 	cr_assert_eq(lingers_delivered(), lingered + 1);
+	cr_assert_eq(counter("syncgate_client_half_closes_total", "outcome=\"client_gone\""), hc + 1);
+	cr_assert_eq(half_closes(), hc + 1, "counted once, as client_gone");
 	pair_fini(&f);
 }
 
