@@ -275,7 +275,9 @@ const struct conf_setting conf_settings[] = {
 	{ "upstream.close_linger_ms", CONF_T_INT, C(upstream_close_linger_ms), 0, CONF_F_LIVE, 1, 600 * MS, "10000", NULL, NULL,
 	  "After a client closes its connection, how long syncgate keeps the upstream connection to finish "
 	  "the connect, deliver every byte the client sent and read the responses still owed (then discarded), "
-	  "milliseconds. Past it the upstream connection is closed anyway." },
+	  "milliseconds. Past it the upstream connection is closed anyway. A client that only shut down its "
+	  "write side (plaintext TCP half-close) still gets its responses without this limit; it applies from "
+	  "the moment a write to that client fails." },
 	{ "upstream.keepalive_ms", CONF_T_INT, C(upstream_keepalive_ms), 0, CONF_F_LIVE, 0, 600 * MS, "3000", NULL, NULL,
 	  "While a connection holds Produce responses, syncgate sends the broker an internal ApiVersions "
 	  "request on it this often (its response is consumed), so the broker's `connections.max.idle.ms` "

@@ -6,10 +6,19 @@
  * Connection states (conn_set_state() is the only code that changes one,
  * and logs every transition at debug):
  *   CONNECTING → OPEN                 upstream connected (TLS handshake done)
- *   CONNECTING|OPEN → DRAINING        upstream closed between frames: flush what the
+ *   CONNECTING|OPEN|HALF_CLOSED → DRAINING
+ *                                     upstream closed between frames: flush what the
  *                                     client is owed, then close
- *   CONNECTING|OPEN → LINGERING       client closed: deliver what it sent, read what it
- *                                     is owed (upstream.close_linger_ms), then close
+ *   CONNECTING|OPEN → HALF_CLOSED     plaintext client EOF (it shut its write side) with
+ *                                     responses owed: deliver what it sent, keep writing
+ *                                     every owed response to it, close once none is owed
+ *                                     and all is written (no deadline but the broker's
+ *                                     answers and the hold timers, as when OPEN)
+ *   CONNECTING|OPEN|HALF_CLOSED → LINGERING
+ *                                     client closed (EOF with nothing owed, TLS, an
+ *                                     error, a write to it failed): deliver what it
+ *                                     sent, read what it is owed and drop it
+ *                                     (upstream.close_linger_ms), then close
  *   any → CLOSING                     done or an error (a refused frame, a broker gone
  *                                     mid-response): nothing moves any more; the pair is
  *                                     freed from close_ev, never inside one of its own
@@ -63,6 +72,7 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
 static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
 static struct metric *m_linger[2]; /* closes after a client left: delivered, expired */
 static struct metric *m_idle_closed;
+static struct metric *m_half_closed[2]; /* ends of HALF_CLOSED: delivered, client gone */
 static struct proxy_log_limit idle_log; /* one client_idle_closed line a second */
 
 static void conn_metrics_init(void)
@@ -91,6 +101,14 @@ static void conn_metrics_init(void)
 	m_idle_closed = metric_get(METRIC_COUNTER, "syncgate_client_idle_closes_total",
 				   "Client connections closed by limits.client_idle_ms: nothing in flight "
 				   "and no client traffic for that long.", "", NULL, 0);
+	static const char half_help[] =
+		"Client connections kept open for writing after the client shut down its "
+		"write side with responses owed, by outcome: every owed response written "
+		"(delivered), or a write failed (client_gone: it had closed; then it lingers).";
+	m_half_closed[0] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
+				      "outcome=\"delivered\"", NULL, 0);
+	m_half_closed[1] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
+				      "outcome=\"client_gone\"", NULL, 0);
 }
 
 /*
@@ -126,6 +144,7 @@ static const char *const conn_state_names[PROXY_CONN_STATE_COUNT] = {
 	[PROXY_CONN_OPEN] = "open",
 	[PROXY_CONN_DRAINING] = "draining",
 	[PROXY_CONN_LINGERING] = "lingering",
+	[PROXY_CONN_HALF_CLOSED] = "half_closed",
 	[PROXY_CONN_CLOSING] = "closing",
 };
 
@@ -232,17 +251,27 @@ static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	proxy_conn_close(c, "upstream connect timeout");
 }
 
-/* LINGERING: every byte the client sent is written upstream and no response is owed. */
+/* LINGERING, HALF_CLOSED: every byte the client sent is written upstream, no
+ * response is owed, and a client still there has been written everything. */
 static bool linger_done(struct proxy_conn *c)
 {
 	return c->nfifo == 0 && c->rx.state == PROXY_RX_FRAME &&
-	       evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0;
+	       evbuffer_get_length(bufferevent_get_output(c->upstream)) == 0 &&
+	       (!c->client || evbuffer_get_length(bufferevent_get_output(c->client)) == 0);
 }
 
+/* A LINGERING or HALF_CLOSED pair with nothing left to move closes. */
 static void linger_check(struct proxy_conn *c)
 {
-	if (c->state == PROXY_CONN_LINGERING && linger_done(c))
-		event_active(c->close_ev, EV_TIMEOUT, 0);
+	if ((c->state != PROXY_CONN_LINGERING && c->state != PROXY_CONN_HALF_CLOSED) ||
+	    !c->upstream || !linger_done(c))
+		return;
+	if (c->state == PROXY_CONN_LINGERING) {
+		event_active(c->close_ev, EV_TIMEOUT, 0); /* counted by deferred_close_cb */
+		return;
+	}
+	metric_add(m_half_closed[0], 1);
+	proxy_conn_close(c, "client half-closed: every response delivered");
 }
 
 /*
@@ -465,15 +494,18 @@ void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
 void proxy_conn_update_flow(struct proxy_conn *c)
 {
 	const struct conf *cf = c->srv->conf;
-	if (c->state != PROXY_CONN_OPEN && c->state != PROXY_CONN_CONNECTING)
+	if (c->state != PROXY_CONN_OPEN && c->state != PROXY_CONN_CONNECTING &&
+	    c->state != PROXY_CONN_HALF_CLOSED)
 		return;
 	size_t up_out = evbuffer_get_length(bufferevent_get_output(c->upstream));
 	/* what the client has not taken yet: its output and responses queued behind the head */
 	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client)) + c->queued_bytes;
 	bool over_held = c->held_bytes + c->queued_bytes > (size_t)cf->max_held_bytes_per_connection ||
 			 c->srv->held_bytes + c->srv->queued_bytes > (size_t)cf->max_held_bytes;
-	bool pause_client = up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH ||
-			    (c->client_paused && up_out > FLOW_LOW);
+	/* HALF_CLOSED: the client is not read any more, only the broker is paced */
+	bool pause_client = c->state != PROXY_CONN_HALF_CLOSED &&
+			    (up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH ||
+			     (c->client_paused && up_out > FLOW_LOW));
 	if (pause_client != c->client_paused) {
 		c->client_paused = pause_client;
 		/* SPLICE: our own events read the client, the pipe is the window */
@@ -614,7 +646,8 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 }
 
 /*
- * The client closed (or failed): half-close (shared/DESIGN.md §3 invariant 7).
+ * The client closed or failed (HALF_CLOSED: a write to it failed): half-close
+ * (shared/DESIGN.md §3 invariant 7).
  * Everything it sent is still delivered upstream — the connect finished
  * first if it is in progress — and the responses it is owed are read and
  * dropped, so the upstream socket closes with FIN after the last byte, not
@@ -640,6 +673,8 @@ void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
 		proxy_conn_close(c, "client closed in the middle of a request");
 		return;
 	}
+	if (c->state == PROXY_CONN_HALF_CLOSED)
+		metric_add(m_half_closed[1], 1);
 	size_t partial = evbuffer_get_length(bufferevent_get_input(c->client));
 	proxy_rx_client_gone(c);
 	bufferevent_free(c->client);
@@ -669,6 +704,38 @@ void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
 }
 
 /*
+ * A plaintext client's EOF: it may only have shut down its write side
+ * (shutdown(SHUT_WR), TCP half-close) and still read, as a client connected
+ * to the broker directly would get its responses. Everything it sent is
+ * forwarded; when responses are owed the pair goes HALF_CLOSED: no more
+ * client reads, every owed response is written in order (held ones end in
+ * an ack or the gate's error code, as when OPEN), and linger_check()
+ * closes the pair once none is owed and all is written. A full close looks
+ * the same until a write to the client fails: then proxy_conn_client_gone().
+ * Returns false when the EOF is a close as before: TLS (a close_notify ends
+ * the session, no half-close), nothing owed, or a request cut short.
+ */
+static bool client_half_close(struct proxy_conn *c)
+{
+	if ((c->state != PROXY_CONN_OPEN && c->state != PROXY_CONN_CONNECTING) ||
+	    bufferevent_openssl_get_ssl(c->client))
+		return false;
+	if (client_frames(c, true) < 0)
+		return true; /* closing */
+	size_t partial = evbuffer_get_length(bufferevent_get_input(c->client));
+	if (c->nfifo == 0 || c->tx.state != PROXY_RX_FRAME || partial > 0)
+		return false;
+	bufferevent_disable(c->client, EV_READ);
+	c->client_paused = false; /* nothing more is read: the caps only pace the broker now */
+	conn_set_state(c, PROXY_CONN_HALF_CLOSED, "client half-closed");
+	LOG_D("client_half_closed", "conn=%llu peer=%s upstream_connected=%d unsent_bytes=%zu "
+	      "responses_owed=%zu held_bytes=%zu", (unsigned long long)c->id, c->peer,
+	      c->upstream_up, evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo,
+	      c->held_bytes);
+	return true;
+}
+
+/*
  * Handle what the upstream input holds: the rest of a streamed response,
  * then frame after frame. A frame above PROXY_STREAM_MIN is streamed when
  * nothing in it is rewritten (no size cap); others wait until whole, up to
@@ -678,7 +745,7 @@ void proxy_conn_upstream_frames(struct proxy_conn *c)
 {
 	while (c->upstream && !c->upstream_paused &&
 	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
-		c->state == PROXY_CONN_LINGERING)) {
+		c->state == PROXY_CONN_LINGERING || c->state == PROXY_CONN_HALF_CLOSED)) {
 		struct evbuffer *in = bufferevent_get_input(c->upstream);
 		if (c->rx.state != PROXY_RX_FRAME) {
 			int rc = proxy_rx_pump(c);
@@ -725,8 +792,7 @@ void proxy_conn_upstream_frames(struct proxy_conn *c)
 		}
 		proxy_conn_update_flow(c);
 	}
-	if (c->upstream)
-		linger_check(c);
+	linger_check(c);
 }
 
 static void upstream_read_cb(struct bufferevent *bev, void *arg)
@@ -750,6 +816,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 	/* a streamed response waits for an empty output before it splices */
 	if (c->rx.state == PROXY_RX_STREAM && !c->upstream_paused)
 		proxy_conn_upstream_frames(c);
+	linger_check(c); /* HALF_CLOSED: the last response written */
 }
 
 static void upstream_write_cb(struct bufferevent *bev, void *arg)
@@ -801,6 +868,8 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (what & BEV_EVENT_ERROR)
 		log_tls_errors(c, bev, "client");
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
+		return;
+	if (what == (BEV_EVENT_EOF | BEV_EVENT_READING) && client_half_close(c))
 		return;
 	proxy_conn_client_gone(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
 }

@@ -38,8 +38,10 @@ int proxy_internal_send(struct proxy_conn *c, const uint8_t *frame, size_t len,
 /* Whether the connection carries held responses and may take a request now. */
 static bool keepalive_wanted(const struct proxy_conn *c)
 {
-	/* never in the middle of a request streaming upstream (stream.c) */
-	return c->state == PROXY_CONN_OPEN && c->held_bytes > 0 && !c->sasl_raw &&
+	/* never in the middle of a request streaming upstream (stream.c); a
+	 * half-closed client still waits for what is held */
+	return (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_HALF_CLOSED) &&
+	       c->held_bytes > 0 && !c->sasl_raw &&
 	       c->tx.state == PROXY_RX_FRAME &&
 	       !proxy_internal_in_flight(c, CODEC_API_API_VERSIONS);
 }

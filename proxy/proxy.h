@@ -184,6 +184,8 @@ enum proxy_conn_state {
 	PROXY_CONN_OPEN,       /* both sides up; frames flow */
 	PROXY_CONN_DRAINING,   /* upstream closed: flush what's owed to the client, then close */
 	PROXY_CONN_LINGERING,  /* client gone: deliver what it sent, read what is owed, then close */
+	PROXY_CONN_HALF_CLOSED, /* client shut its write side: no more reads, every owed response
+				 * still goes to it, then close */
 	PROXY_CONN_CLOSING,    /* error or done: nothing moves any more, freed from close_ev */
 	PROXY_CONN_STATE_COUNT
 };
@@ -216,7 +218,7 @@ struct proxy_conn {
 	bool client_paused;            /* client reads disabled by backpressure */
 	bool upstream_paused;          /* upstream reads disabled by backpressure */
 	bool upstream_up;              /* upstream connect (and TLS handshake) done */
-	const char *close_reason;      /* DRAINING, LINGERING: why, for the log */
+	const char *close_reason;      /* DRAINING, LINGERING, HALF_CLOSED: why, for the log */
 	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
 	char client_version[32];       /* ClientSoftwareVersion */
 	bool client_named;             /* client_name came from ApiVersions v3+ */
@@ -337,7 +339,11 @@ struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t 
 				      evutil_socket_t upstream_fd);
 /** Free the pair now (server teardown, the close event). */
 void proxy_conn_free(struct proxy_conn *c);
-/** The client closed or failed: linger (deliver what it sent, read what is owed). */
+/**
+ * The client closed or failed (a write to it failed, or it closed in a way
+ * that is not a plaintext half-close): linger (deliver what it sent, read
+ * what is owed and drop it).
+ */
 void proxy_conn_client_gone(struct proxy_conn *c, const char *reason);
 /** Handle the frames waiting in the upstream input (after a splice run, a resume). */
 void proxy_conn_upstream_frames(struct proxy_conn *c);
