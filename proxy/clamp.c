@@ -42,6 +42,8 @@
 
 struct proxy_clamp;
 
+static void clamp_release(struct proxy_conn *c, struct proxy_entry *e);
+
 /* One mirrored-HW watch of a held Fetch response (the callback's argument). */
 struct clamp_watch {
 	struct proxy_clamp *k;
@@ -354,6 +356,7 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 		return 0;
 	}
 	e->clamp = k;
+	e->release = clamp_release;
 	return 0;
 }
 
@@ -686,9 +689,11 @@ void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records
 		metric_add(m_clamped, 1);
 }
 
-void proxy_clamp_free(struct proxy_entry *e)
+/* e->release of an entry with clamp state: the held frame, watches, timer. */
+static void clamp_release(struct proxy_conn *c, struct proxy_entry *e)
 {
 	struct proxy_clamp *k = e->clamp;
+	(void)c;
 	if (!k)
 		return;
 	held_stop(k);

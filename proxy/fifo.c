@@ -75,8 +75,8 @@ void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e)
 {
 	if (c->rx.e == e)
 		c->rx.e = NULL; /* the rest of its frame is dropped as it arrives */
-	proxy_hold_cancel(c, e);
-	proxy_clamp_free(e);
+	if (e->release)
+		e->release(c, e); /* hold.c or clamp.c state (set by whoever attached it) */
 	entry_unqueue(c, e);
 	TAILQ_REMOVE(&c->fifo, e, link);
 	if (--c->nfifo == 0) /* limits.client_idle_ms counts from the last answer, however it

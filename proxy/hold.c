@@ -270,6 +270,19 @@ static void hold_drop_raw(struct proxy_entry *e)
 	e->nparts = 0;
 }
 
+/* e->release of an entry hold.c kept state in: cancel the wait without
+ * sending and free what was held (its connection is closing, or the entry
+ * is freed once answered). */
+static void hold_release(struct proxy_conn *c, struct proxy_entry *e)
+{
+	if (e->wait) {
+		mirror_wait_cancel(e->wait);
+		e->wait = NULL;
+	}
+	hold_release_bytes(c, e);
+	hold_drop_raw(e);
+}
+
 static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t nparts)
 {
 	struct proxy_entry *e = arg;
@@ -309,6 +322,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		codec_produce_response_free(&resp);
 		return -1;
 	}
+	e->release = hold_release; /* the entry's free cancels the wait and frees the parts */
 	struct proxy_held_part *pos = (struct proxy_held_part *)(e->parts + n);
 	e->nparts = 0;
 	for (size_t t = 0; t < resp.ntopics; t++) {
@@ -394,14 +408,4 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 		proxy_fifo_flush(c);
 	}
 	return 1;
-}
-
-void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e)
-{
-	if (e->wait) {
-		mirror_wait_cancel(e->wait);
-		e->wait = NULL;
-	}
-	hold_release_bytes(c, e);
-	hold_drop_raw(e);
 }

@@ -99,12 +99,18 @@ struct proxy_entry {
 	int16_t api_key;
 	int16_t api_version;       /* as sent upstream */
 	int16_t client_version;    /* as the client sent it (Produce v14 → 13 upstream) */
+	bool sasl_auth;            /* SaslAuthenticate naming a user (conn sasl_user): its answer
+				    * confirms the principal (here: in the padding) */
 	uint32_t nparts;           /* HELD: parts below (here: in the padding, issue 20) */
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
 	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
-	bool sasl_auth;            /* SaslAuthenticate naming a user (conn sasl_user): its answer
-				    * confirms the principal */
+	/* Frees what the layer above the FIFO attached to the entry — a held
+	 * Produce response and its gate wait (hold.c), or clamp state (clamp.c;
+	 * never both: Produce vs consumer APIs) — when the entry is freed, without
+	 * fifo.c calling up into them. Set by the file that attaches the state
+	 * (proxy_hold_produce, proxy_clamp_request); NULL: nothing attached. */
+	void (*release)(struct proxy_conn *c, struct proxy_entry *e);
 	/* HELD */
 	struct proxy_conn *conn;               /* back pointer for the gate's callback */
 	uint8_t *raw;                          /* the broker's response frame body (header
@@ -383,7 +389,13 @@ int proxy_internal_send(struct proxy_conn *c, const uint8_t *frame, size_t len,
 int proxy_keepalive_start(struct proxy_server *srv);
 
 /* fifo.c */
+/** A new IN_FLIGHT entry at the tail of c's FIFO (arrival_ms now); NULL on ENOMEM. */
 struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind kind);
+/**
+ * Unlink `e` from c's FIFO and free it with what it owns; what hold.c or
+ * clamp.c attached goes first through e->release (a gate wait is
+ * cancelled, held bytes given back).
+ */
 void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e);
 /**
  * The one place an entry's state changes: logs the transition at debug.
@@ -464,8 +476,6 @@ int proxy_tx_pump(struct proxy_conn *c);
  */
 int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
-/** Release the entry's wait without sending (connection closing). */
-void proxy_hold_cancel(struct proxy_conn *c, struct proxy_entry *e);
 
 /* fence.c: the failover fence (issue 16) */
 /**
@@ -516,8 +526,6 @@ bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const
  * left records out makes the connection's next one buffered and holdable).
  */
 void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records, int64_t bytes);
-/** Release an entry's clamp state (held frame, watches, timer). */
-void proxy_clamp_free(struct proxy_entry *e);
 /* client.c: who the client is, and the answer to its timed-out held Produce */
 #define PROXY_ANSWER_ERROR 0   /* the sync error code (down-mapped), the KIP's behaviour */
 #define PROXY_ANSWER_HOLD (-1) /* no answer at the request's deadline: hold to gate.max_hold_ms */
