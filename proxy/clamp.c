@@ -502,7 +502,7 @@ static void held_release(struct proxy_clamp *k)
 	}
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
-	proxy_server_resume_paused(c->srv);
+	c->srv->resume_paused(c->srv);
 	proxy_conn_update_flow(c);
 }
 

@@ -444,7 +444,7 @@ void proxy_conn_free(struct proxy_conn *c)
 		srv->bytes_since_trim = 0;
 		malloc_trim(0);
 	}
-	proxy_server_conn_closed(srv);
+	srv->conn_closed(srv);
 }
 
 void proxy_conn_close(struct proxy_conn *c, const char *reason)
@@ -686,7 +686,7 @@ void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
 		if (e->state != PROXY_ENTRY_IN_FLIGHT)
 			proxy_entry_free(c, e);
 	}
-	proxy_server_resume_paused(c->srv); /* held bytes may have gone down */
+	c->srv->resume_paused(c->srv); /* held bytes may have gone down */
 	conn_set_state(c, PROXY_CONN_LINGERING, reason);
 	if (c->upstream_paused || c->rx.state == PROXY_RX_STREAM) {
 		c->upstream_paused = false;

@@ -2,9 +2,10 @@
  * conns.c — what a connection's progress means for the server's other
  * connections: a graceful shutdown closes a connection once its FIFO is
  * empty and ends with the last one; held bytes going down resume the
- * connections the global cap paused. Called by the connection files; kept
- * out of server.c so the server sits above its connections (no call cycle
- * through it). Loop thread.
+ * connections the global cap paused. It sits above conn.c (server.c →
+ * conns.c → conn.c); the connection files below reach it through the
+ * callbacks proxy_server_register_conns puts in the server, never by a
+ * direct call (docs/architecture.md, no call cycle). Loop thread.
  */
 #include "proxy/proxy.h"
 
@@ -15,7 +16,8 @@ void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 		proxy_conn_drain_close(c, "shutdown");
 }
 
-void proxy_server_conn_closed(struct proxy_server *srv)
+/* A connection was freed: finish a graceful shutdown when it was the last. */
+static void conn_closed(struct proxy_server *srv)
 {
 	if (srv->shutting_down && srv->nconns == 0)
 		event_base_loopbreak(srv->base);
@@ -29,4 +31,11 @@ void proxy_server_resume_paused(struct proxy_server *srv)
 		if (c->client_paused)
 			proxy_conn_update_flow(c);
 	}
+}
+
+void proxy_server_register_conns(struct proxy_server *srv)
+{
+	srv->conn_progress = proxy_server_conn_progress;
+	srv->conn_closed = conn_closed;
+	srv->resume_paused = proxy_server_resume_paused;
 }

@@ -109,6 +109,6 @@ void proxy_fifo_flush(struct proxy_conn *c)
 		proxy_entry_free(c, e);
 	}
 	if (moved)
-		proxy_server_resume_paused(c->srv);
-	proxy_server_conn_progress(c->srv, c);
+		c->srv->resume_paused(c->srv);
+	c->srv->conn_progress(c->srv, c);
 }

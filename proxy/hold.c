@@ -297,7 +297,7 @@ static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t npart
 	}
 	hold_drop_raw(e);
 	proxy_fifo_flush(c);
-	proxy_server_resume_paused(c->srv);
+	c->srv->resume_paused(c->srv);
 }
 
 int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,

@@ -281,6 +281,15 @@ struct proxy_server {
 	 * proxy_gateway_learn_broker, registered by proxy_server_new; the
 	 * rewrite calls it without calling up into the listeners) */
 	void (*learn_broker)(struct proxy_server *srv, int32_t node_id, const char *host, int32_t port);
+	/* what a connection's progress means for the server (conns.c, which sits
+	 * above conn.c), registered by proxy_server_register_conns: the
+	 * connection files call these without calling up into conns.c.
+	 * conn_progress: fifo.c after a flush, stream.c after a streamed request;
+	 * conn_closed: conn.c after a free; resume_paused: fifo.c, hold.c,
+	 * clamp.c, conn.c when held or queued bytes went down. */
+	void (*conn_progress)(struct proxy_server *srv, struct proxy_conn *c);
+	void (*conn_closed)(struct proxy_server *srv);
+	void (*resume_paused)(struct proxy_server *srv);
 };
 
 /**
@@ -304,8 +313,11 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms);
 int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf);
 
 /* conns.c */
-/** A connection was freed: finish a graceful shutdown when it was the last. */
-void proxy_server_conn_closed(struct proxy_server *srv);
+/**
+ * Register conns.c's callbacks on `srv` (conn_progress, conn_closed,
+ * resume_paused): proxy_server_new, and tests that build a server by hand.
+ */
+void proxy_server_register_conns(struct proxy_server *srv);
 /** A connection's FIFO moved: during shutdown, close it once it is empty. */
 void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c);
 /** Held bytes went down: let connections paused by the global cap read again. */

@@ -36,6 +36,7 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 	srv->conf = conf;
 	srv->gate = gate;
 	srv->learn_broker = proxy_gateway_learn_broker;
+	proxy_server_register_conns(srv);
 	TAILQ_INIT(&srv->listeners);
 	TAILQ_INIT(&srv->conns);
 	srv->topic_ids = proxy_topic_ids_new();
@@ -84,7 +85,7 @@ static void shutdown_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	struct proxy_conn *c;
 	TAILQ_FOREACH(c, &srv->conns, link)
 		proxy_conn_close(c, "shutdown grace period expired");
-	/* the loop breaks when the last one is freed (proxy_server_conn_closed) */
+	/* the loop breaks when the last one is freed (srv->conn_closed, conns.c) */
 }
 
 void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)

@@ -1065,7 +1065,7 @@ static int tx_finish(struct proxy_conn *c)
 		proxy_conn_close(c, "out of memory");
 		return rc;
 	}
-	proxy_server_conn_progress(c->srv, c); /* shutdown waits for whole requests */
+	c->srv->conn_progress(c->srv, c); /* shutdown waits for whole requests */
 	return c->state == PROXY_CONN_CLOSING ? -1 : rc;
 }
 

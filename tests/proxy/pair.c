@@ -27,6 +27,7 @@ void pair_init(struct fixture *f, const char *yaml)
 	f->srv.topic_ids = proxy_topic_ids_new();
 	TAILQ_INIT(&f->srv.conns);
 	TAILQ_INIT(&f->srv.listeners);
+	proxy_server_register_conns(&f->srv); /* as proxy_server_new */
 	evutil_make_socket_nonblocking(a[0]);
 	evutil_make_socket_nonblocking(b[0]);
 	if (getenv("SG_TEST_DEBUG"))

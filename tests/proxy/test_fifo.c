@@ -26,6 +26,7 @@ static void fixture_init(struct fixture *f)
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	f->base = event_base_new();
 	f->srv.base = f->base;
+	proxy_server_register_conns(&f->srv); /* as proxy_server_new */
 	f->c.srv = &f->srv;
 	TAILQ_INIT(&f->c.fifo);
 	f->c.client = bufferevent_socket_new(f->base, sv[0], BEV_OPT_CLOSE_ON_FREE);
