@@ -497,13 +497,13 @@ static void held_release(struct proxy_clamp *k)
 	evbuffer_free(k->frame);
 	k->frame = NULL;
 	if (err != CODEC_OK || !e->out) {
-		proxy_conn_close(c, "could not clamp a held Fetch response");
+		c->ops->close(c, "could not clamp a held Fetch response");
 		return;
 	}
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);
 	c->srv->resume_paused(c->srv);
-	proxy_conn_update_flow(c);
+	c->ops->update_flow(c);
 }
 
 static void held_watch_cb(void *arg)

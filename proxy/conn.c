@@ -68,6 +68,18 @@ static void client_write_cb(struct bufferevent *bev, void *arg);
 static void upstream_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
+static void conn_client_gone(struct proxy_conn *c, const char *reason);
+static void conn_upstream_frames(struct proxy_conn *c);
+static void conn_client_frames(struct proxy_conn *c);
+
+/* What the files below ask of a pair (proxy.h, struct proxy_conn_ops). */
+static const struct proxy_conn_ops conn_ops = {
+	.close = proxy_conn_close,
+	.client_gone = conn_client_gone,
+	.update_flow = proxy_conn_update_flow,
+	.upstream_frames = conn_upstream_frames,
+	.client_frames = conn_client_frames,
+};
 
 static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
 static struct metric *m_linger[2]; /* closes after a client left: delivered, expired */
@@ -305,6 +317,7 @@ static struct proxy_conn *conn_new(struct proxy_listener *lst, struct proxy_serv
 	if (!c)
 		return NULL;
 	c->srv = srv;
+	c->ops = &conn_ops;
 	c->lst = lst;
 	c->id = ++srv->next_conn_id;
 	c->state = PROXY_CONN_CONNECTING;
@@ -631,7 +644,8 @@ static int client_frames(struct proxy_conn *c, bool all)
 	return c->state == PROXY_CONN_CLOSING ? -1 : 0;
 }
 
-void proxy_conn_client_frames(struct proxy_conn *c)
+/* Handle the frames waiting in the client input (c->ops: after a splice run). */
+static void conn_client_frames(struct proxy_conn *c)
 {
 	if (c->client)
 		client_frames(c, false);
@@ -656,7 +670,7 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
  * dropped at once, their gate waits cancelled; the rest of a streamed one is
  * read and dropped. No client reads, so memory is what was already buffered.
  */
-void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
+static void conn_client_gone(struct proxy_conn *c, const char *reason)
 {
 	if (c->state == PROXY_CONN_DRAINING || !c->upstream) {
 		proxy_conn_close(c, reason);
@@ -700,7 +714,7 @@ void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
 	      (unsigned long long)c->id, c->peer, reason, c->upstream_up,
 	      evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo, partial);
 	/* the rest of a streamed frame may be waiting in the input already */
-	proxy_conn_upstream_frames(c);
+	conn_upstream_frames(c);
 }
 
 /*
@@ -711,7 +725,7 @@ void proxy_conn_client_gone(struct proxy_conn *c, const char *reason)
  * client reads, every owed response is written in order (held ones end in
  * an ack or the gate's error code, as when OPEN), and linger_check()
  * closes the pair once none is owed and all is written. A full close looks
- * the same until a write to the client fails: then proxy_conn_client_gone().
+ * the same until a write to the client fails: then conn_client_gone().
  * Returns false when the EOF is a close as before: TLS (a close_notify ends
  * the session, no half-close), nothing owed, or a request cut short.
  */
@@ -741,7 +755,7 @@ static bool client_half_close(struct proxy_conn *c)
  * nothing in it is rewritten (no size cap); others wait until whole, up to
  * limits.max_frame_bytes.
  */
-void proxy_conn_upstream_frames(struct proxy_conn *c)
+static void conn_upstream_frames(struct proxy_conn *c)
 {
 	while (c->upstream && !c->upstream_paused &&
 	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
@@ -798,7 +812,7 @@ void proxy_conn_upstream_frames(struct proxy_conn *c)
 static void upstream_read_cb(struct bufferevent *bev, void *arg)
 {
 	(void)bev;
-	proxy_conn_upstream_frames(arg);
+	conn_upstream_frames(arg);
 }
 
 static void client_write_cb(struct bufferevent *bev, void *arg)
@@ -815,7 +829,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 	proxy_conn_update_flow(c);
 	/* a streamed response waits for an empty output before it splices */
 	if (c->rx.state == PROXY_RX_STREAM && !c->upstream_paused)
-		proxy_conn_upstream_frames(c);
+		conn_upstream_frames(c);
 	linger_check(c); /* HALF_CLOSED: the last response written */
 }
 
@@ -871,7 +885,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (what == (BEV_EVENT_EOF | BEV_EVENT_READING) && client_half_close(c))
 		return;
-	proxy_conn_client_gone(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
+	conn_client_gone(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
 }
 
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)

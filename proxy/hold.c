@@ -292,7 +292,7 @@ static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t npart
 	e->wait = NULL;
 	hold_release_bytes(c, e);
 	if (hold_finish(c, e) < 0) {
-		proxy_conn_close(c, "could not encode a held Produce response");
+		c->ops->close(c, "could not encode a held Produce response");
 		return;
 	}
 	hold_drop_raw(e);

@@ -197,10 +197,35 @@ enum proxy_conn_state {
 };
 const char *proxy_conn_state_str(enum proxy_conn_state s);
 
+/**
+ * What the files below conn.c ask of their connection, registered by conn.c
+ * on every pair it creates (conn_new): stream.c, hold.c and clamp.c call up
+ * through these, never directly (docs/architecture.md, no call cycle).
+ * Loop thread.
+ */
+struct proxy_conn_ops {
+	/* proxy_conn_close(): nothing moves any more, freed later from close_ev */
+	void (*close)(struct proxy_conn *c, const char *reason);
+	/* the client closed or failed (a write to it failed): linger, deliver
+	 * what it sent, read what is owed and drop it (stream.c: a splice to
+	 * the client failed) */
+	void (*client_gone)(struct proxy_conn *c, const char *reason);
+	/* proxy_conn_update_flow(): re-check the backpressure marks (clamp.c:
+	 * a held Fetch response went out) */
+	void (*update_flow)(struct proxy_conn *c);
+	/* handle the frames waiting in the upstream input (stream.c: after a
+	 * splice run or a bulk read) */
+	void (*upstream_frames)(struct proxy_conn *c);
+	/* handle the frames waiting in the client input (stream.c: after a
+	 * splice run) */
+	void (*client_frames)(struct proxy_conn *c);
+};
+
 /** A client connection paired 1:1 with an upstream broker connection. */
 struct proxy_conn {
 	TAILQ_ENTRY(proxy_conn) link;
 	struct proxy_server *srv;
+	const struct proxy_conn_ops *ops; /* conn.c's (conn_new): the upward calls from below */
 	struct proxy_listener *lst;    /* where it was accepted (gateway: node id) */
 	uint64_t id;                   /* for logs */
 	char peer[64];                 /* client address, for logs */
@@ -357,16 +382,6 @@ struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t 
 				      evutil_socket_t upstream_fd);
 /** Free the pair now (server teardown, the close event). */
 void proxy_conn_free(struct proxy_conn *c);
-/**
- * The client closed or failed (a write to it failed, or it closed in a way
- * that is not a plaintext half-close): linger (deliver what it sent, read
- * what is owed and drop it).
- */
-void proxy_conn_client_gone(struct proxy_conn *c, const char *reason);
-/** Handle the frames waiting in the upstream input (after a splice run, a resume). */
-void proxy_conn_upstream_frames(struct proxy_conn *c);
-/** Handle the frames waiting in the client input (after a splice run). */
-void proxy_conn_client_frames(struct proxy_conn *c);
 /** Stop reading, send what is owed to the client, then close (at once when LINGERING). */
 void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
 /** Re-check backpressure marks after held bytes or buffers changed. */

@@ -171,7 +171,7 @@ static int rx_bad(struct proxy_conn *c, const char *what, enum codec_err err)
 	LOG_W("response_malformed", "conn=%llu peer=%s api=Fetch streamed=1 where=%s error=%s offset=%zu",
 	      (unsigned long long)c->id, c->peer, what, codec_err_str(err),
 	      c->rx.frame - c->rx.left + codec_err_offset());
-	proxy_conn_close(c, "malformed upstream frame");
+	c->ops->close(c, "malformed upstream frame");
 	return -1;
 }
 
@@ -587,7 +587,7 @@ static int splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 				LOG_W(rx ? "upstream_closed_mid_response" : "client_closed_mid_request",
 				      "conn=%llu peer=%s bytes_left=%zu error=\"%s\"", (unsigned long long)c->id,
 				      c->peer, st->left, n == 0 ? "end of stream" : strerror(errno));
-				proxy_conn_close(c, rx ? "upstream closed in the middle of a response"
+				c->ops->close(c, rx ? "upstream closed in the middle of a response"
 						       : "client closed in the middle of a request");
 				return -1;
 			}
@@ -604,13 +604,13 @@ static int splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 					/* the broker went away with a request half sent */
 					LOG_W("upstream_closed_mid_request", "conn=%llu peer=%s error=\"%s\"",
 					      (unsigned long long)c->id, c->peer, strerror(errno));
-					proxy_conn_close(c, "upstream closed in the middle of a request");
+					c->ops->close(c, "upstream closed in the middle of a request");
 					return -1;
 				}
 				/* the client went away: the rest is read and dropped */
 				splice_stop(c, st);
 				pipe_discard(st);
-				proxy_conn_client_gone(c, "client error");
+				c->ops->client_gone(c, "client error");
 				return -1;
 			}
 		}
@@ -647,9 +647,9 @@ static void splice_run(struct proxy_conn *c, struct proxy_rx *st)
 	if (splice_pump(c, st) == 1) {
 		/* the opaque run is over: go on with the frame and what follows it */
 		if (st == &c->rx)
-			proxy_conn_upstream_frames(c);
+			c->ops->upstream_frames(c);
 		else
-			proxy_conn_client_frames(c);
+			c->ops->client_frames(c);
 	}
 }
 
@@ -743,7 +743,7 @@ static void bulk_cb(evutil_socket_t fd, short what, void *arg)
 		LOG_W("upstream_closed_mid_response", "conn=%llu peer=%s bytes_left=%zu error=\"%s\"",
 		      (unsigned long long)c->id, c->peer, rx->left,
 		      n == 0 ? "end of stream" : strerror(errno));
-		proxy_conn_close(c, "upstream closed in the middle of a response");
+		c->ops->close(c, "upstream closed in the middle of a response");
 		return;
 	}
 	size_t got = (size_t)n;
@@ -754,7 +754,7 @@ static void bulk_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	evbuffer_commit_space(in, v, nv);
 	evbuffer_freeze(in, 0);
-	proxy_conn_upstream_frames(c);
+	c->ops->upstream_frames(c);
 }
 
 /* Copying a long run from a plaintext upstream: read it here (see BULK_READ). */
@@ -1062,7 +1062,7 @@ static int tx_finish(struct proxy_conn *c)
 	tx->e = NULL;
 	st_set_state(c, tx, PROXY_RX_FRAME);
 	if (rc < 0) {
-		proxy_conn_close(c, "out of memory");
+		c->ops->close(c, "out of memory");
 		return rc;
 	}
 	c->srv->conn_progress(c->srv, c); /* shutdown waits for whole requests */
@@ -1077,7 +1077,7 @@ static int tx_bad(struct proxy_conn *c, enum codec_err err)
 		      "offset=%zu suppressed=%llu", (unsigned long long)c->id, c->peer,
 		      codec_stream_stage_str(c->tx.ps.stage), codec_err_str(err),
 		      c->tx.frame - c->tx.left + codec_err_offset(), (unsigned long long)swallowed);
-	proxy_conn_close(c, "malformed client frame");
+	c->ops->close(c, "malformed client frame");
 	return -1;
 }
 
@@ -1136,7 +1136,7 @@ int proxy_tx_pump(struct proxy_conn *c)
 		if (err != CODEC_OK || used + records > tx->left)
 			return tx_bad(c, err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
 		if (tx_unit(c, tx, iov, niov) < 0) {
-			proxy_conn_close(c, "out of memory");
+			c->ops->close(c, "out of memory");
 			return -1;
 		}
 		evbuffer_remove_buffer(in, out, used);

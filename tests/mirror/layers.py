@@ -6,12 +6,12 @@ has an undefined symbol that B's object defines. Prints one line per file
 ("a.c -> b.c c.c"), then every cycle (a strongly connected component of more
 than one file); exits 1 if there is one. Static inline functions and calls
 through function pointers are not edges (the callbacks the gate registers).
-`--core a.c,b.c` names the files allowed to form a cycle among themselves
-(proxy/: one connection's own mutual recursion); a cycle that reaches any
-other file still fails.
+`--core a.c,b.c` names files allowed to form a cycle among themselves (no
+library uses it now: mirror/ and proxy/ have no cycle); a cycle that reaches
+any other file still fails.
 
     python3 tests/mirror/layers.py build/mirror/libsgmirror.a
-    python3 tests/mirror/layers.py --core conn.c,fifo.c build/proxy/libsgproxy.a
+    python3 tests/mirror/layers.py build/proxy/libsgproxy.a
 """
 import subprocess, sys, collections
 args = sys.argv[1:]
