@@ -13,6 +13,11 @@
  *   IN_FLIGHT → HELD → READY          a gated Produce / clamped Fetch response
  * An entry is freed when flushed (READY at the head) or when its connection
  * closes; there is no error state: a bad response closes the connection.
+ *
+ * Below every other connection file, it calls none of them: what hold.c or
+ * clamp.c attached to an entry is freed through e->release (set by them),
+ * and a flush tells the server through srv->resume_paused and
+ * srv->conn_progress (registered by conns.c).
  */
 #include <stdlib.h>
 
