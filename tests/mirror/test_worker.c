@@ -450,6 +450,7 @@ Test(mirror_worker, destination_ahead_of_source_never_releases, .timeout = 90)
 		run_ms(20);
 	cr_assert_eq(o.calls, 1);
 	cr_assert_neq(o.outcome, MIRROR_SATISFIED, "never released by a destination that is ahead");
+	mirror_wait_parts_clear(&p0, 1); /* its failure message */
 	/* the source catches up past the destination: progress counts again */
 	produce(mc_src, 0, 25);     /* source 36 > destination 30 */
 	produce(mc_dst, 0, 6);      /* destination 36 (a test mirror writing the source's records) */
