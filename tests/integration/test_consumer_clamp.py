@@ -86,6 +86,18 @@ def clamp_classes(tmp_path_factory):
     return str(d)
 
 
+def java_consumer(clamp_classes, bootstrap, topic, expect, start=None, total_ms=60000,
+                  isolation="read_uncommitted"):
+    """ClampConsumer (above) on partition 0 from the beginning or `start`."""
+    args = [bootstrap, topic, isolation, str(total_ms), str(expect)]
+    if start is not None:
+        args.append(str(start))
+    return subprocess.Popen(
+        ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+         "-cp", clamp_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "ClampConsumer", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
 def gated_topic(source, dest, make_syncgate, make_testmirror, topic, mirrors=None, **sgkw):
     source.create_topic(topic, partitions=1)
     dest.create_topic(topic, partitions=1)
@@ -108,19 +120,25 @@ def progress(sg, mirror: str, topic: str, partition: int = 0) -> int:
     return -1
 
 
-def confluent_consume(bootstrap, topic, isolation, seconds, expect, out, client_id):
-    """Consume partition 0 from the beginning for up to `seconds` or until
-    `expect` records; appends (time, offset, value) to `out`."""
+def confluent_consume(bootstrap, topic, isolation, seconds, expect, out, client_id, start=0,
+                      errors=None):
+    """Consume partition 0 from offset `start` for up to `seconds` or until
+    `expect` records; appends (time, offset, value) to `out`, and consumer
+    errors to `errors` when given."""
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"clamp-{client_id}",
                   "client.id": client_id, "enable.auto.commit": False,
                   "isolation.level": isolation, "fetch.wait.max.ms": 500,
                   "enable.partition.eof": False})
     try:
-        c.assign([TopicPartition(topic, 0, 0)])
+        c.assign([TopicPartition(topic, 0, start)])
         end = time.monotonic() + seconds
         while len(out) < expect and time.monotonic() < end:
             m = c.poll(0.2)
-            if m is None or m.error():
+            if m is None:
+                continue
+            if m.error():
+                if errors is not None:
+                    errors.append(str(m.error()))
                 continue
             out.append((time.time(), m.offset(), m.value()))
     finally:
@@ -170,11 +188,7 @@ def test_consumers_see_only_mirrored_records_s21(clamp_classes, make_syncgate, m
 
         fetches0 = sg.metric("syncgate_consumer_fetch_requests_total")
         t0 = time.monotonic()
-        java = subprocess.Popen(
-            ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-             "-cp", clamp_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "ClampConsumer",
-             sg.bootstrap, topic_name, isolation, "60000", "10"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        java = java_consumer(clamp_classes, sg.bootstrap, topic_name, 10, isolation=isolation)
         got_c: list = []
         ct = threading.Thread(target=confluent_consume,
                               args=(sg.bootstrap, topic_name, isolation, 60, 10, got_c,
@@ -360,36 +374,6 @@ def test_exempt_tls_principal_is_not_clamped(make_syncgate, make_testmirror, sou
     assert [o for _, o, _ in got] == [0, 1, 2]
 
 
-def java_consumer(clamp_classes, bootstrap, topic, expect, start=None, total_ms=60000):
-    args = [bootstrap, topic, "read_uncommitted", str(total_ms), str(expect)]
-    if start is not None:
-        args.append(str(start))
-    return subprocess.Popen(
-        ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-         "-cp", clamp_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "ClampConsumer", *args],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def rdkafka_consume(bootstrap, topic, start, seconds, expect, out, errors, client_id):
-    """Like confluent_consume from offset `start`; consumer errors go to `errors`."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"clamp-{client_id}",
-                  "client.id": client_id, "enable.auto.commit": False,
-                  "fetch.wait.max.ms": 500, "enable.partition.eof": False})
-    try:
-        c.assign([TopicPartition(topic, 0, start)])
-        end = time.monotonic() + seconds
-        while len(out) < expect and time.monotonic() < end:
-            m = c.poll(0.2)
-            if m is None:
-                continue
-            if m.error():
-                errors.append(str(m.error()))
-                continue
-            out.append((time.time(), m.offset(), m.value()[:16]))
-    finally:
-        c.close()
-
-
 def test_large_fetches_are_clamped_as_they_stream(clamp_classes, make_syncgate, make_testmirror,
                                                   source, dest, topic_name):
     """Fetch responses above 64 KiB (v12+) are clamped as they stream (issue
@@ -422,9 +406,10 @@ def test_large_fetches_are_clamped_as_they_stream(clamp_classes, make_syncgate, 
         threads = []
         for name, start, expect in (("all", 0, 2 * n), ("tail", n, n)):
             runs[name] = ([], [])
-            t = threading.Thread(target=rdkafka_consume,
-                                 args=(sg.bootstrap, topic_name, start, 60, expect, *runs[name],
-                                       f"clamp-stream-{name}"))
+            got, errs = runs[name]
+            t = threading.Thread(target=confluent_consume,
+                                 args=(sg.bootstrap, topic_name, "read_uncommitted", 60, expect, got,
+                                       f"clamp-stream-{name}", start, errs))
             t.start()
             threads.append(t)
         time.sleep(10)  # the consumers poll while the mirror is paused
@@ -467,4 +452,4 @@ def test_large_fetches_are_clamped_as_they_stream(clamp_classes, make_syncgate, 
         assert [o for _, o, _ in got] == list(range(start, 2 * n))
         assert all(t >= resumed_at - 0.05 for t, o, _ in got if o >= n)
         for _, o, v in got:
-            assert v == ((f"m{o:04d}-" if o < n else f"u{o - n:04d}-") + pad)[:16].encode()
+            assert v == ((f"m{o:04d}-" if o < n else f"u{o - n:04d}-") + pad).encode()
