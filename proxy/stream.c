@@ -272,16 +272,17 @@ static int cl_partition(struct proxy_conn *c, struct evbuffer *in, const struct 
 	const uint8_t *id;
 	const char *topic = cl_topic(rx, &id);
 	int64_t limit, keep_below;
+	/* the first batch header first, so the partition is judged once */
+	size_t peek = records < CODEC_BATCH_PEEK ? records : CODEC_BATCH_PEEK;
+	if (evbuffer_get_length(in) < used + peek) {
+		rx->fs = *saved;
+		return 0;
+	}
 	if (!proxy_clamp_stream_partition(c, topic, id, p, &limit, &keep_below)) {
 		rx_move(c, in, used);
 		rx->left -= used;
 		rx->opaque = records;
 		return 1;
-	}
-	size_t peek = records < CODEC_BATCH_PEEK ? records : CODEC_BATCH_PEEK;
-	if (evbuffer_get_length(in) < used + peek) {
-		rx->fs = *saved;
-		return 0;
 	}
 	uint8_t *u = malloc(used + 1);
 	if (!u)
