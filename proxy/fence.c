@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 static struct metric *m_refused, *m_parts;
 
@@ -102,7 +103,7 @@ static int answer_refused(struct proxy_conn *c, const struct codec_request_heade
 	evbuffer_add(e->out, pre, flexible ? 9 : 8);
 	evbuffer_add(e->out, body.data, body.len);
 	codec_buf_free(&body);
-	e->state = PROXY_ENTRY_READY;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	metric_add(m_parts, (double)nparts);
 	rc = 0;
 out:
@@ -125,20 +126,13 @@ int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, c
 	fence_metrics_init();
 	metric_add(m_refused, 1);
 	/* one line a second at most: a producer retries in a loop */
-	static int64_t last_log_ms;
-	static unsigned long suppressed;
-	int64_t now = mirror_now_ms();
-	bool log = now - last_log_ms >= 1000;
-	if (log) {
-		LOG_W("produce_fenced", "conn=%llu peer=%s topic=%s mirror=%s acks=%d action=%s suppressed=%lu",
+	static struct proxy_log_limit fenced_log;
+	uint64_t suppressed = 0;
+	if (proxy_log_allow(&fenced_log, mirror_now_ms(), &suppressed))
+		LOG_W("produce_fenced", "conn=%llu peer=%s topic=%s mirror=%s acks=%d action=%s suppressed=%llu",
 		      (unsigned long long)c->id, c->peer, topic, mirror, req->acks,
 		      req->acks == 0 ? "close (acks=0: no response to refuse with)" : "refused NOT_ENOUGH_REPLICAS",
-		      suppressed);
-		last_log_ms = now;
-		suppressed = 0;
-	} else {
-		suppressed++;
-	}
+		      (unsigned long long)suppressed);
 	if (req->acks == 0)
 		return -1;
 	if (answer_refused(c, h, wire_version, req, topic, mirror) < 0)

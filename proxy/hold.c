@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 static struct metric *m_held, *m_held_bytes, *m_unknown_id, *m_downmapped;
 
@@ -200,18 +201,13 @@ static int hold_finish(struct proxy_conn *c, struct proxy_entry *e)
 			warn_txn_timeout(c, e, i);
 		/* one line a second at most: a paused mirror fails every partition
 		 * of every request (the counters have them all) */
-		static int64_t last_log_ms;
-		static unsigned long suppressed;
-		int64_t now = mirror_now_ms();
-		if (now - last_log_ms < 1000) {
-			suppressed++;
-			continue;
-		}
-		LOG_W("produce_partition_failed", "conn=%llu topic=%s partition=%d last_offset=%lld "
-		      "code=%d reason=\"%s\" suppressed=%lu", (unsigned long long)c->id, wp->topic,
-		      wp->partition, (long long)wp->last_offset, sent, mirror_wait_part_message(wp), suppressed);
-		last_log_ms = now;
-		suppressed = 0;
+		static struct proxy_log_limit failed_log;
+		uint64_t suppressed = 0;
+		if (proxy_log_allow(&failed_log, mirror_now_ms(), &suppressed))
+			LOG_W("produce_partition_failed", "conn=%llu topic=%s partition=%d last_offset=%lld "
+			      "code=%d reason=\"%s\" suppressed=%llu", (unsigned long long)c->id, wp->topic,
+			      wp->partition, (long long)wp->last_offset, sent, mirror_wait_part_message(wp),
+			      (unsigned long long)suppressed);
 	}
 	for (size_t i = 0; i < resp.nnode_endpoints; i++) {
 		struct codec_node_endpoint *n = &resp.node_endpoints[i];

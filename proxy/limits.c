@@ -34,7 +34,7 @@ struct proxy_log_limit proxy_malformed_log;
 
 bool proxy_log_allow(struct proxy_log_limit *l, int64_t now_ms, uint64_t *suppressed)
 {
-	if (l->last_ms != 0 && now_ms - l->last_ms < 1000) {
+	if (l->last_ms != 0 && now_ms - l->last_ms < (l->interval_ms > 0 ? l->interval_ms : 1000)) {
 		l->suppressed++;
 		return false;
 	}

@@ -31,10 +31,12 @@ struct proxy_rate {
  */
 bool proxy_rate_take(struct proxy_rate *r, int rate, int64_t now_ms);
 
-/** At most one log line per second per site; counts what it swallowed. */
+/** At most one log line per `interval_ms` (0: one second) per site; counts
+ * what it swallowed. Zero-initialised static storage is a ready limiter. */
 struct proxy_log_limit {
 	int64_t last_ms;
 	uint64_t suppressed; /* lines not written since the last one */
+	int64_t interval_ms; /* 0: 1000 */
 };
 
 /**
