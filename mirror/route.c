@@ -17,7 +17,7 @@
  *
  * Threads: the callbacks run on librdkafka's broker threads; the tables are
  * under one mutex. The conf pointer is the last one given to
- * mirror_source_conf (retired confs live until exit, proxy/main.c).
+ * mirror_source_conf (retired confs live until exit, proxy/cmd/syncgate.c).
  */
 #include <errno.h>
 #include <fcntl.h>

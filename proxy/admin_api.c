@@ -1,6 +1,6 @@
 /*
  * admin_api.c — the mutating admin endpoints (KIP "Command-Line Tool";
- * the contract is proxy/ctl.c's header comment):
+ * the contract is proxy/cmd/syncgate-ctl.c's header comment):
  *   POST /v1/alter    {"mirror","topic","type":"SYNC|ASYNC","add":bool}
  *   POST /v1/release  {"mirror","topics":REGEX|null}
  *   POST /v1/fence    {"mirror","topics":REGEX|null,"fence":bool}   (unfence: false)

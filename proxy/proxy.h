@@ -30,6 +30,7 @@
 #include "codec/codec.h"
 #include "conf/conf.h"
 #include "mirror/mirror.h"
+#include "proxy/tls.h"
 
 struct proxy_server;
 struct proxy_conn;
@@ -582,25 +583,6 @@ void proxy_topic_ids_learn(struct proxy_topic_ids *m, const uint8_t id[16], cons
 /** Name for a TopicId, or NULL. Borrowed until the map changes. */
 const char *proxy_topic_ids_name(const struct proxy_topic_ids *m, const uint8_t id[16]);
 
-/* tls.c */
-/** Server context from `t` (cert, key, optional client CA: mTLS); errors name `section` ("listen.tls"). */
-SSL_CTX *proxy_tls_server_ctx(const struct conf_tls *t, const char *section);
-/** Client context from `t` (CA or the system store, optional client cert); errors name `section`. */
-SSL_CTX *proxy_tls_client_ctx(const struct conf_tls *t, const char *section);
-/**
- * SNI and the name the peer certificate must carry: an IP literal is checked
- * against the certificate's IP addresses and sent without SNI (RFC 6066).
- * 0, or -1. Any thread.
- */
-int proxy_tls_client_name(SSL *ssl, const char *host, bool verify);
-/**
- * The verified peer certificate of `ssl` (the listener's mTLS client): its
- * subject in RFC 2253 form into `subject` and its first common name into `cn`
- * (each NUL-terminated, truncated to its capacity; "" when absent). 0, or -1
- * when there is no verified certificate (both then ""). Loop thread.
- */
-int proxy_tls_peer_subject(SSL *ssl, char *subject, size_t subject_cap, char *cn, size_t cn_cap);
-
 /* admin.c: /metrics, /healthz, /readyz and the admin API */
 struct proxy_admin;
 /**
@@ -614,7 +596,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 void proxy_admin_free(struct proxy_admin *a);
 /** Apply a reload: re-read admin.tls files. 0, or -1 (logged, unchanged). */
 int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf);
-/* admin_api.c: POST /v1/alter and /v1/release (bearer token; see ctl.c). Loop thread. */
+/* admin_api.c: POST /v1/alter and /v1/release (bearer token; see proxy/cmd/syncgate-ctl.c). Loop thread. */
 struct evhttp;
 void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate);
 

@@ -11,7 +11,7 @@
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 
-#include "proxy/proxy.h"
+#include "proxy/tls.h"
 
 static void log_openssl(const char *event, const char *what, const char *path)
 {

@@ -13,7 +13,7 @@ void pair_init(struct fixture *f, const char *yaml)
 {
 	int a[2], b[2];
 	memset(f, 0, sizeof(*f));
-	signal(SIGPIPE, SIG_IGN); /* as main.c: splice(2) has no MSG_NOSIGNAL */
+	signal(SIGPIPE, SIG_IGN); /* as proxy/cmd/syncgate.c: splice(2) has no MSG_NOSIGNAL */
 	struct conf_errors errs = { 0 };
 	f->conf = conf_load_string("t.yaml", yaml, strlen(yaml), &errs);
 	if (!f->conf)

@@ -53,7 +53,7 @@
 #include <jansson.h>
 #include <openssl/err.h>
 
-#include "proxy/proxy.h"
+#include "proxy/tls.h"
 
 enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE };
 
