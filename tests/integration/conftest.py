@@ -109,18 +109,17 @@ def make_cluster(bed):
         c.stop(fast=True)
 
 
-@pytest.fixture
-def make_testmirror(bed, request):
+def _mirror_factory(bed, request, prefix: str, start):
+    """A fixture body for a kind of mirror: `start(name, src, dst, *args,
+    **kw)` starts one (bed.start_testmirror / bed.start_mm2); every mirror
+    it made is stopped when the test ends. `source` / `dest` default to the
+    run's shared clusters."""
     made: list[Mirror] = []
 
-    def factory(topics, name=None, source=None, dest=None, create_topics=False, rf=1,
-                extra=()) -> Mirror:
+    def factory(*args, name=None, source=None, dest=None, **kw) -> Mirror:
         src = source or request.getfixturevalue("source")
         dst = dest or request.getfixturevalue("dest")
-        if isinstance(topics, str):
-            topics = [topics]
-        m = bed.start_testmirror(name or f"tm-{uuid.uuid4().hex[:6]}", src, dst, topics,
-                                 create_topics=create_topics, rf=rf, extra=extra)
+        m = start(name or f"{prefix}-{uuid.uuid4().hex[:6]}", src, dst, *args, **kw)
         made.append(m)
         return m
 
@@ -129,28 +128,25 @@ def make_testmirror(bed, request):
         try:
             m.stop()
         except Exception as e:  # noqa: BLE001
-            print(f"stopping testmirror {m.name}: {e}", file=sys.stderr)
+            print(f"stopping {prefix} {m.name}: {e}", file=sys.stderr)
+
+
+@pytest.fixture
+def make_testmirror(bed, request):
+    """make_testmirror(topics, name=, source=, dest=, create_topics=False, rf=1, extra=())"""
+    def start(name, src, dst, topics, create_topics=False, rf=1, extra=()):
+        return bed.start_testmirror(name, src, dst, [topics] if isinstance(topics, str) else topics,
+                                    create_topics=create_topics, rf=rf, extra=extra)
+    yield from _mirror_factory(bed, request, "tm", start)
 
 
 @pytest.fixture
 def make_mm2(bed, request):
-    made: list[Mirror] = []
-
-    def factory(topics_regex, name=None, source=None, dest=None, rf=1, props=None,
-                source_bootstrap=None) -> Mirror:
-        src = source or request.getfixturevalue("source")
-        dst = dest or request.getfixturevalue("dest")
-        m = bed.start_mm2(name or f"mm2-{uuid.uuid4().hex[:6]}", src, dst, topics_regex,
-                          rf=rf, props=props, source_bootstrap=source_bootstrap)
-        made.append(m)
-        return m
-
-    yield factory
-    for m in made:
-        try:
-            m.stop()
-        except Exception as e:  # noqa: BLE001
-            print(f"stopping mm2 {m.name}: {e}", file=sys.stderr)
+    """make_mm2(topics_regex, name=, source=, dest=, rf=1, props=None, source_bootstrap=None)"""
+    def start(name, src, dst, topics_regex, rf=1, props=None, source_bootstrap=None):
+        return bed.start_mm2(name, src, dst, topics_regex, rf=rf, props=props,
+                             source_bootstrap=source_bootstrap)
+    yield from _mirror_factory(bed, request, "mm2", start)
 
 
 def pytest_terminal_summary(terminalreporter):
