@@ -177,6 +177,12 @@ void codec_read_skip(struct codec_reader *r, size_t n);
  * and so is a string longer than INT16_MAX (compact too, as in Kafka).
  */
 struct codec_slice codec_read_slice(struct codec_reader *r, bool bytes, bool nullable);
+/**
+ * Only the length prefix of such a field (the value is not skipped): -1 for
+ * null, else the length; the same errors as codec_read_slice (then 0).
+ * For callers that stream the value themselves (codec/stream.c).
+ */
+int32_t codec_read_length(struct codec_reader *r, bool bytes, bool nullable);
 /** A string copied into a new NUL-terminated allocation (NULL for null or error). */
 char *codec_read_str(struct codec_reader *r, bool nullable);
 /**

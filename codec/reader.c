@@ -183,23 +183,31 @@ void codec_read_uuid(struct codec_reader *r, uint8_t out[16])
 	codec_read_raw(r, out, 16);
 }
 
-struct codec_slice codec_read_slice(struct codec_reader *r, bool bytes, bool nullable)
+int32_t codec_read_length(struct codec_reader *r, bool bytes, bool nullable)
 {
-	struct codec_slice s = {0, 0};
 	int64_t len;
 	if (r->flexible)
 		len = (int64_t)codec_read_uvarint(r) - 1;
 	else
 		len = bytes ? codec_read_i32(r) : codec_read_i16(r);
 	if (r->err)
-		return s;
+		return 0;
 	/* Strings are at most INT16_MAX bytes in the compact encoding too (as in Kafka). */
 	if (len < -1 || (len == -1 && !nullable) || len > (bytes ? INT32_MAX : INT16_MAX)) {
 		codec_reader_fail(r, CODEC_ERR_BAD_MSG);
-		return s;
+		return 0;
 	}
+	return (int32_t)len;
+}
+
+struct codec_slice codec_read_slice(struct codec_reader *r, bool bytes, bool nullable)
+{
+	struct codec_slice s = {0, 0};
+	int32_t len = codec_read_length(r, bytes, nullable);
+	if (r->err)
+		return s;
 	s.off = r->off;
-	s.len = (int32_t)len;
+	s.len = len;
 	if (len > 0)
 		codec_read_skip(r, (size_t)len);
 	if (r->err)

@@ -98,17 +98,7 @@ enum codec_err codec_fetch_stream_next(struct codec_fetch_stream *s, const struc
 			codec_read_i32(&r); /* PreferredReadReplica */
 		/* Records: nullable bytes; only the length is part of the unit */
 		p->records_len_off = r.off;
-		int32_t n;
-		if (s->flexible) {
-			uint32_t u = codec_read_uvarint(&r);
-			n = (int32_t)u - 1;
-			if (u > (uint32_t)INT32_MAX)
-				codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
-		} else {
-			n = codec_read_i32(&r);
-		}
-		if (n < -1)
-			codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
+		int32_t n = codec_read_length(&r, true, true);
 		p->records_len_len = r.off - p->records_len_off;
 		p->records_len = n;
 		*records = n > 0 ? (size_t)n : 0;
@@ -204,17 +194,7 @@ enum codec_err codec_produce_stream_next(struct codec_produce_stream *s, const s
 		break;
 	case CODEC_STREAM_PARTITION: {
 		next.partition = codec_read_i32(&r);
-		int32_t n;
-		if (s->flexible) {
-			uint32_t u = codec_read_uvarint(&r);
-			n = (int32_t)u - 1;
-			if (u > (uint32_t)INT32_MAX)
-				codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
-		} else {
-			n = codec_read_i32(&r);
-		}
-		if (n < -1)
-			codec_reader_fail(&r, CODEC_ERR_BAD_MSG);
+		int32_t n = codec_read_length(&r, true, true);
 		next.records_left = n > 0 ? (size_t)n : 0;
 		next.offset_span = 0;
 		next.nbatches = 0;
