@@ -5,7 +5,7 @@
  * `file:line:col: message` in the caller's conf_errors; the walk never stops
  * at the first one.
  */
-#include "conf/conf.h"
+#include "conf/loader.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -16,12 +16,6 @@
 
 #define CONF_FILE_MAX (16 * 1024 * 1024)
 
-struct loader {
-	struct conf_errors *errs;
-	yaml_document_t *doc;
-	size_t nerrs;            /* errors added by this load */
-};
-
 /* Per mapping scope (top level, or one mirror): which settings were seen and
  * where their values are. */
 struct scope {
@@ -30,8 +24,7 @@ struct scope {
 	void *base;              /* struct conf * or struct conf_mirror * */
 };
 
-static void err_at(struct loader *L, yaml_mark_t m, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void err_at(struct loader *L, yaml_mark_t m, const char *fmt, ...)
+void conf_err_at(struct loader *L, yaml_mark_t m, const char *fmt, ...)
 {
 	char msg[1024];
 	va_list ap;
@@ -40,44 +33,6 @@ static void err_at(struct loader *L, yaml_mark_t m, const char *fmt, ...)
 	va_end(ap);
 	conf_errors_add(L->errs, (int)m.line + 1, (int)m.column + 1, "%s", msg);
 	L->nerrs++;
-}
-
-static yaml_node_t *node_at(struct loader *L, int i)
-{
-	return yaml_document_get_node(L->doc, i);
-}
-
-static const char *scalar(const yaml_node_t *n)
-{
-	return (const char *)n->data.scalar.value;
-}
-
-static bool is_plain(const yaml_node_t *n)
-{
-	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-}
-
-static bool is_null(const yaml_node_t *n)
-{
-	if (!is_plain(n))
-		return false;
-	const char *v = scalar(n);
-	return !*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") || !strcmp(v, "NULL");
-}
-
-/* What a node is, for "expected X, got Y". Never used on secret values. */
-static const char *got(const yaml_node_t *n, char *buf, size_t len)
-{
-	switch (n->type) {
-	case YAML_MAPPING_NODE: return "a mapping";
-	case YAML_SEQUENCE_NODE: return "a list";
-	case YAML_SCALAR_NODE:
-		if (is_null(n))
-			return "an empty value";
-		snprintf(buf, len, "'%.60s%s'", scalar(n), strlen(scalar(n)) > 60 ? "..." : "");
-		return buf;
-	default: return "nothing";
-	}
 }
 
 static const char *parent_of(const char *path, char *buf, size_t n)
@@ -91,12 +46,6 @@ static bool in_mirror(const struct conf_setting *s)
 {
 	return strncmp(s->path, "mirrors[].", 10) == 0;
 }
-
-static void *field(void *base, const struct conf_setting *s)
-{
-	return (char *)base + s->offset;
-}
-
 /* ---- scalar conversion (shared by YAML values and defaults) ---- */
 
 static const char *enum_list(const char *const *names, char *buf, size_t n)
@@ -233,7 +182,7 @@ static void missing_under(struct loader *L, const char *sec, const char *dsec, y
 		if (s->type == CONF_T_SECTION)
 			missing_under(L, s->path, d, m);
 		else
-			err_at(L, m, "missing required key '%s'", d);
+			conf_err_at(L, m, "missing required key '%s'", d);
 	}
 }
 
@@ -252,169 +201,8 @@ static void check_required(struct loader *L, const char *prefix, const char *dpr
 		if (s->type == CONF_T_SECTION)
 			missing_under(L, s->path, d, m);
 		else
-			err_at(L, m, "missing required key '%s'", d);
+			conf_err_at(L, m, "missing required key '%s'", d);
 	}
-}
-
-static void free_mirror(struct conf_mirror *mi);
-
-static void set_regexes(struct loader *L, const struct conf_setting *s, yaml_node_t *v, const char *dpath,
-			void *base)
-{
-	char g[80];
-	if (is_null(v))
-		return;
-	if (v->type != YAML_SEQUENCE_NODE) {
-		err_at(L, v->start_mark, "%s: expected a list of regular expressions, got %s", dpath, got(v, g, sizeof(g)));
-		return;
-	}
-	size_t cnt = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
-	char **pats = calloc(cnt + 1, sizeof(*pats));
-	regex_t *res = calloc(cnt + 1, sizeof(*res));
-	size_t ok = 0;
-	if (!pats || !res) {
-		free(pats);
-		free(res);
-		err_at(L, v->start_mark, "out of memory");
-		return;
-	}
-	for (size_t i = 0; i < cnt; i++) {
-		yaml_node_t *it = node_at(L, v->data.sequence.items.start[i]);
-		if (it->type != YAML_SCALAR_NODE || is_null(it)) {
-			err_at(L, it->start_mark, "%s[%zu]: expected a regular expression, got %s", dpath, i, got(it, g, sizeof(g)));
-			continue;
-		}
-		const char *pat = scalar(it);
-		char why[160];
-		if (conf_topic_regex_compile(&res[ok], pat, why, sizeof(why)) != 0) {
-			err_at(L, it->start_mark, "%s[%zu]: invalid regular expression '%.100s': %s", dpath, i, pat, why);
-			continue;
-		}
-		pats[ok] = strdup(pat);
-		if (!pats[ok]) {
-			regfree(&res[ok]);
-			continue;
-		}
-		ok++;
-	}
-	*(char ***)field(base, s) = pats;
-	*(size_t *)((char *)base + s->count_offset) = ok;
-	if (strncmp(s->path, "mirrors[].", 10) == 0)
-		((struct conf_mirror *)base)->sync_topics_re = res;
-	else if (!strcmp(s->path, "consumers.exempt_principals"))
-		((struct conf *)base)->consumers_exempt_principals_re = res;
-	else /* consumers.exempt_client_ids */
-		((struct conf *)base)->consumers_exempt_re = res;
-}
-
-static void set_props(struct loader *L, const struct conf_setting *s, yaml_node_t *v, const char *dpath,
-		      void *base)
-{
-	char g[80];
-	if (is_null(v))
-		return;
-	if (v->type != YAML_MAPPING_NODE) {
-		err_at(L, v->start_mark, "%s: expected a mapping of properties, got %s", dpath, got(v, g, sizeof(g)));
-		return;
-	}
-	size_t cnt = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-	struct conf_prop *props = calloc(cnt + 1, sizeof(*props));
-	size_t np = 0;
-	if (!props) {
-		err_at(L, v->start_mark, "out of memory");
-		return;
-	}
-	for (size_t i = 0; i < cnt; i++) {
-		yaml_node_t *k = node_at(L, v->data.mapping.pairs.start[i].key);
-		yaml_node_t *val = node_at(L, v->data.mapping.pairs.start[i].value);
-		if (k->type != YAML_SCALAR_NODE || is_null(k)) {
-			err_at(L, k->start_mark, "%s: a property name must be a string, got %s", dpath, got(k, g, sizeof(g)));
-			continue;
-		}
-		const char *name = scalar(k);
-		bool dup = false;
-		for (size_t j = 0; j < np; j++)
-			if (!strcmp(props[j].name, name))
-				dup = true;
-		if (dup) {
-			err_at(L, k->start_mark, "%s: duplicate property '%s'", dpath, name);
-			continue;
-		}
-		if (!strcmp(name, "bootstrap.servers")) {
-			err_at(L, k->start_mark, "%s: 'bootstrap.servers' is set by %s", dpath,
-			       strncmp(s->path, "mirrors[]", 9) ? "upstream.broker" : "the mirror's 'bootstrap' key");
-			continue;
-		}
-		if (val->type != YAML_SCALAR_NODE || is_null(val)) {
-			/* `got` would print the value: say only what kind it is */
-			err_at(L, val->start_mark, "%s.%s: expected a string, number or boolean, got %s", dpath, name,
-			       val->type == YAML_SCALAR_NODE ? "an empty value" : got(val, g, sizeof(g)));
-			continue;
-		}
-		char why[512];
-		bool secret = false;
-		char *value = conf_secrets_expand(scalar(val), &secret, why, sizeof(why));
-		if (!value) {
-			err_at(L, val->start_mark, "%s.%s: %s", dpath, name, why);
-			continue;
-		}
-		props[np].name = strdup(name);
-		props[np].value = value;
-		props[np].secret = secret || conf_prop_name_sensitive(name);
-		np++;
-	}
-	*(struct conf_prop **)field(base, s) = props;
-	*(size_t *)((char *)base + s->count_offset) = np;
-}
-
-static void set_nodes(struct loader *L, const struct conf_setting *s, yaml_node_t *v, const char *dpath,
-		      void *base)
-{
-	char g[80];
-	if (is_null(v))
-		return;
-	if (v->type != YAML_MAPPING_NODE) {
-		err_at(L, v->start_mark, "%s: expected a mapping of node id to host:port, got %s", dpath, got(v, g, sizeof(g)));
-		return;
-	}
-	size_t cnt = (size_t)(v->data.mapping.pairs.top - v->data.mapping.pairs.start);
-	struct conf_advertise_node *nodes = calloc(cnt + 1, sizeof(*nodes));
-	size_t nn = 0;
-	if (!nodes) {
-		err_at(L, v->start_mark, "out of memory");
-		return;
-	}
-	for (size_t i = 0; i < cnt; i++) {
-		yaml_node_t *k = node_at(L, v->data.mapping.pairs.start[i].key);
-		yaml_node_t *val = node_at(L, v->data.mapping.pairs.start[i].value);
-		char *end;
-		errno = 0;
-		long long id = is_plain(k) ? strtoll(scalar(k), &end, 10) : -1;
-		if (!is_plain(k) || !*scalar(k) || *end || errno || id < 0 || id > INT32_MAX) {
-			err_at(L, k->start_mark, "%s: expected a node id (0..2147483647), got %s", dpath, got(k, g, sizeof(g)));
-			continue;
-		}
-		bool dup = false;
-		for (size_t j = 0; j < nn; j++)
-			if (nodes[j].node_id == (int32_t)id)
-				dup = true;
-		if (dup) {
-			err_at(L, k->start_mark, "%s: duplicate node id %lld", dpath, id);
-			continue;
-		}
-		if (val->type != YAML_SCALAR_NODE || is_null(val)) {
-			err_at(L, val->start_mark, "%s.%lld: expected a host:port, got %s", dpath, id, got(val, g, sizeof(g)));
-			continue;
-		}
-		const char *why = conf_addr_parse(scalar(val), false, &nodes[nn].addr);
-		if (why) {
-			err_at(L, val->start_mark, "%s.%lld: invalid address '%.100s': %s", dpath, id, scalar(val), why);
-			continue;
-		}
-		nodes[nn++].node_id = (int32_t)id;
-	}
-	*(struct conf_advertise_node **)field(base, s) = nodes;
-	*(size_t *)((char *)base + s->count_offset) = nn;
 }
 
 static void set_mirrors(struct loader *L, const struct conf_setting *s, yaml_node_t *v, const char *dpath,
@@ -424,7 +212,7 @@ static void set_mirrors(struct loader *L, const struct conf_setting *s, yaml_nod
 	if (is_null(v))
 		return;
 	if (v->type != YAML_SEQUENCE_NODE) {
-		err_at(L, v->start_mark, "%s: expected a list of mirrors, got %s", dpath, got(v, g, sizeof(g)));
+		conf_err_at(L, v->start_mark, "%s: expected a list of mirrors, got %s", dpath, got(v, g, sizeof(g)));
 		return;
 	}
 	size_t cnt = (size_t)(v->data.sequence.items.top - v->data.sequence.items.start);
@@ -435,7 +223,7 @@ static void set_mirrors(struct loader *L, const struct conf_setting *s, yaml_nod
 	const struct conf_setting *sname = conf_setting_find("mirrors[].name");
 	size_t iname = (size_t)(sname - conf_settings);
 	if (!c->mirrors || !name_lines || !seen || !marks) {
-		err_at(L, v->start_mark, "out of memory");
+		conf_err_at(L, v->start_mark, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < cnt; i++) {
@@ -443,7 +231,7 @@ static void set_mirrors(struct loader *L, const struct conf_setting *s, yaml_nod
 		char dp[340];
 		snprintf(dp, sizeof(dp), "%s[%zu]", dpath, i);
 		if (it->type != YAML_MAPPING_NODE) {
-			err_at(L, it->start_mark, "%s: expected a mapping, got %s", dp, got(it, g, sizeof(g)));
+			conf_err_at(L, it->start_mark, "%s: expected a mapping, got %s", dp, got(it, g, sizeof(g)));
 			continue;
 		}
 		struct conf_mirror *mi = &c->mirrors[c->nmirrors];
@@ -454,7 +242,7 @@ static void set_mirrors(struct loader *L, const struct conf_setting *s, yaml_nod
 		if (mi->name) {
 			for (size_t j = 0; j < c->nmirrors; j++)
 				if (c->mirrors[j].name && !strcmp(c->mirrors[j].name, mi->name)) {
-					err_at(L, marks[iname], "%s.name: duplicate mirror name '%s' (first at line %d)", dp,
+					conf_err_at(L, marks[iname], "%s.name: duplicate mirror name '%s' (first at line %d)", dp,
 					       mi->name, name_lines[j]);
 					break;
 				}
@@ -484,7 +272,7 @@ static void set_value(struct loader *L, const struct conf_setting *s, yaml_node_
 			return;
 		}
 		if (v->type != YAML_MAPPING_NODE) {
-			err_at(L, v->start_mark, "%s: expected a mapping, got %s", dpath, got(v, g, sizeof(g)));
+			conf_err_at(L, v->start_mark, "%s: expected a mapping, got %s", dpath, got(v, g, sizeof(g)));
 			return;
 		}
 		walk_map(L, v, path, dpath, sc);
@@ -493,24 +281,24 @@ static void set_value(struct loader *L, const struct conf_setting *s, yaml_node_
 		set_mirrors(L, s, v, dpath, sc->base);
 		return;
 	case CONF_T_REGEXES:
-		set_regexes(L, s, v, dpath, sc->base);
+		conf_set_regexes(L, s, v, dpath, sc->base);
 		return;
 	case CONF_T_PROPS:
-		set_props(L, s, v, dpath, sc->base);
+		conf_set_props(L, s, v, dpath, sc->base);
 		return;
 	case CONF_T_NODES:
-		set_nodes(L, s, v, dpath, sc->base);
+		conf_set_nodes(L, s, v, dpath, sc->base);
 		return;
 	default:
 		break;
 	}
 	if (v->type != YAML_SCALAR_NODE || is_null(v)) {
-		err_at(L, v->start_mark, "%s: expected %s, got %s", dpath, conf_type_str(s->type), got(v, g, sizeof(g)));
+		conf_err_at(L, v->start_mark, "%s: expected %s, got %s", dpath, conf_type_str(s->type), got(v, g, sizeof(g)));
 		return;
 	}
 	const char *why = convert(s, sc->base, scalar(v), is_plain(v), buf, sizeof(buf));
 	if (why)
-		err_at(L, v->start_mark, "%s: %s", dpath, why);
+		conf_err_at(L, v->start_mark, "%s: %s", dpath, why);
 }
 
 static void walk_map(struct loader *L, yaml_node_t *map, const char *prefix, const char *dprefix,
@@ -520,7 +308,7 @@ static void walk_map(struct loader *L, yaml_node_t *map, const char *prefix, con
 	for (yaml_node_pair_t *pr = map->data.mapping.pairs.start; pr < map->data.mapping.pairs.top; pr++) {
 		yaml_node_t *k = node_at(L, pr->key), *v = node_at(L, pr->value);
 		if (k->type != YAML_SCALAR_NODE) {
-			err_at(L, k->start_mark, "%s: a key must be a string, got %s", *dprefix ? dprefix : "top level",
+			conf_err_at(L, k->start_mark, "%s: a key must be a string, got %s", *dprefix ? dprefix : "top level",
 			       got(k, g, sizeof(g)));
 			continue;
 		}
@@ -529,12 +317,12 @@ static void walk_map(struct loader *L, yaml_node_t *map, const char *prefix, con
 		join(dpath, sizeof(dpath), dprefix, key);
 		const struct conf_setting *s = strpbrk(key, ".[]") ? NULL : conf_setting_find(path);
 		if (!s) {
-			err_at(L, k->start_mark, "unknown key '%.200s'", dpath);
+			conf_err_at(L, k->start_mark, "unknown key '%.200s'", dpath);
 			continue;
 		}
 		size_t idx = (size_t)(s - conf_settings);
 		if (sc->seen[idx]) {
-			err_at(L, k->start_mark, "duplicate key '%s'", dpath);
+			conf_err_at(L, k->start_mark, "duplicate key '%s'", dpath);
 			continue;
 		}
 		sc->seen[idx] = true;
@@ -568,34 +356,34 @@ static void cross_checks(struct loader *L, struct conf *c, const struct scope *s
 {
 	size_t i_mode = idx_of("mode"), i_base = idx_of("advertise.base_port");
 	if (c->mode == CONF_MODE_GATEWAY && !sc->seen[i_base])
-		err_at(L, sc->marks[i_mode], "mode: gateway mode needs advertise.base_port");
+		conf_err_at(L, sc->marks[i_mode], "mode: gateway mode needs advertise.base_port");
 	if (c->mode == CONF_MODE_SIDECAR && sc->seen[i_base])
-		err_at(L, sc->marks[i_base], "advertise.base_port: only used in gateway mode");
+		conf_err_at(L, sc->marks[i_base], "advertise.base_port: only used in gateway mode");
 
 	size_t i_pc = idx_of("limits.max_held_bytes_per_connection"), i_tot = idx_of("limits.max_held_bytes");
 	if (c->max_held_bytes_per_connection > c->max_held_bytes)
-		err_at(L, sc->seen[i_pc] ? sc->marks[i_pc] : sc->marks[i_tot],
+		conf_err_at(L, sc->seen[i_pc] ? sc->marks[i_pc] : sc->marks[i_tot],
 		       "limits.max_held_bytes_per_connection (%" PRId64 ") is larger than limits.max_held_bytes (%" PRId64 ")",
 		       c->max_held_bytes_per_connection, c->max_held_bytes);
 
 	size_t i_c1 = idx_of("gate.error_codes.mirror_sync_replication_timeout");
 	size_t i_c2 = idx_of("gate.error_codes.not_enough_remote_replicas_after_append");
 	if (c->code_mirror_sync_replication_timeout == c->code_not_enough_remote_replicas_after_append)
-		err_at(L, sc->seen[i_c2] ? sc->marks[i_c2] : sc->marks[i_c1],
+		conf_err_at(L, sc->seen[i_c2] ? sc->marks[i_c2] : sc->marks[i_c1],
 		       "gate.error_codes: the two codes must differ (both are %d)", c->code_mirror_sync_replication_timeout);
 
 	/* a listener that is its own upstream loops forever, connection after connection */
 	size_t i_up = idx_of("upstream.broker"), i_adm = idx_of("admin.listen");
 	if (same_endpoint(&c->listen_kafka, &c->upstream_broker))
-		err_at(L, sc->marks[i_up], "upstream.broker: %s:%d is listen.kafka itself (syncgate would connect to itself)",
+		conf_err_at(L, sc->marks[i_up], "upstream.broker: %s:%d is listen.kafka itself (syncgate would connect to itself)",
 		       c->upstream_broker.host, c->upstream_broker.port);
 	if (c->admin_listen.port && same_endpoint(&c->listen_kafka, &c->admin_listen))
-		err_at(L, sc->marks[i_adm], "admin.listen: %s:%d is also listen.kafka", c->admin_listen.host,
+		conf_err_at(L, sc->marks[i_adm], "admin.listen: %s:%d is also listen.kafka", c->admin_listen.host,
 		       c->admin_listen.port);
 
 	size_t i_utls = idx_of("upstream.tls");
 	if (!c->upstream_tls.cert != !c->upstream_tls.key)
-		err_at(L, sc->marks[i_utls], "upstream.tls: cert and key must be set together");
+		conf_err_at(L, sc->marks[i_utls], "upstream.tls: cert and key must be set together");
 
 	/* default: sidecar "{host}:<listen port>"; gateway: the listen host when
 	 * it is a real address (the port is base_port + id either way) */
@@ -637,7 +425,7 @@ static struct conf *load_buffer(const char *name, const unsigned char *buf, size
 	if (yaml_parser_load(&p, &doc2)) {
 		yaml_node_t *r2 = yaml_document_get_root_node(&doc2);
 		if (r2)
-			err_at(&L, r2->start_mark, "only one YAML document is allowed");
+			conf_err_at(&L, r2->start_mark, "only one YAML document is allowed");
 		yaml_document_delete(&doc2);
 	} else {
 		conf_errors_add(errs, (int)p.problem_mark.line + 1, (int)p.problem_mark.column + 1,
@@ -667,7 +455,7 @@ static struct conf *load_buffer(const char *name, const unsigned char *buf, size
 			start = root->start_mark;
 		check_required(&L, "", "", start, &sc);
 	} else if (root->type != YAML_MAPPING_NODE) {
-		err_at(&L, root->start_mark, "expected a mapping of settings at the top level, got %s", got(root, g, sizeof(g)));
+		conf_err_at(&L, root->start_mark, "expected a mapping of settings at the top level, got %s", got(root, g, sizeof(g)));
 	} else {
 		start = root->start_mark;
 		walk_map(&L, root, "", "", &sc);
@@ -729,108 +517,4 @@ struct conf *conf_load(const char *path, struct conf_errors *errs)
 	if (!errs || (c && e->n == 0))
 		conf_errors_free(e); /* success leaves nothing for the caller to free */
 	return c;
-}
-
-/* ---- freeing and lookups ---- */
-
-static void free_props(struct conf_prop *props, size_t n)
-{
-	for (size_t j = 0; j < n; j++) {
-		free(props[j].name);
-		if (props[j].value) {
-			explicit_bzero(props[j].value, strlen(props[j].value));
-			free(props[j].value);
-		}
-	}
-	free(props);
-}
-
-static void free_mirror(struct conf_mirror *mi)
-{
-	free(mi->name);
-	free(mi->bootstrap);
-	free_props(mi->props, mi->nprops);
-	free(mi->topic_name);
-	free(mi->mm2_offset_syncs_topic);
-	regex_t *res = mi->sync_topics_re;
-	for (size_t j = 0; j < mi->nsync_topics; j++) {
-		free(mi->sync_topics[j]);
-		if (res)
-			regfree(&res[j]);
-	}
-	free(mi->sync_topics);
-	free(res);
-}
-
-static void free_tls(struct conf_tls *t)
-{
-	free(t->cert);
-	free(t->key);
-	free(t->client_ca);
-	free(t->ca);
-}
-
-void conf_free(struct conf *c)
-{
-	if (!c)
-		return;
-	free(c->path);
-	free(c->listen_kafka.host);
-	free_tls(&c->listen_tls);
-	free(c->upstream_broker.host);
-	free_tls(&c->upstream_tls);
-	free(c->advertise_template);
-	for (size_t i = 0; i < c->nadvertise_nodes; i++)
-		free(c->advertise_nodes[i].addr.host);
-	free(c->advertise_nodes);
-	for (size_t i = 0; i < c->nmirrors; i++)
-		free_mirror(&c->mirrors[i]);
-	free(c->mirrors);
-	regex_t *cres = c->consumers_exempt_re;
-	for (size_t j = 0; j < c->nconsumers_exempt_client_ids; j++) {
-		free(c->consumers_exempt_client_ids[j]);
-		if (cres)
-			regfree(&cres[j]);
-	}
-	free(c->consumers_exempt_client_ids);
-	free(cres);
-	regex_t *pres = c->consumers_exempt_principals_re;
-	for (size_t j = 0; j < c->nconsumers_exempt_principals; j++) {
-		free(c->consumers_exempt_principals[j]);
-		if (pres)
-			regfree(&pres[j]);
-	}
-	free(c->consumers_exempt_principals);
-	free(pres);
-	free(c->gate_timeout_answers);
-	free(c->state_topic);
-	free_props(c->source_props, c->nsource_props);
-	free(c->admin_listen.host);
-	free_tls(&c->admin_tls);
-	free(c->admin_token_file);
-	free(c);
-}
-
-bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
-{
-	return m && conf_topic_regexes_match(m->sync_topics_re, m->nsync_topics, topic);
-}
-
-bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *name)
-{
-	regex_t *res = c ? c->consumers_exempt_principals_re : NULL;
-	for (size_t i = 0; res && i < c->nconsumers_exempt_principals; i++)
-		if ((subject && regexec(&res[i], subject, 0, NULL, 0) == 0) ||
-		    (name && regexec(&res[i], name, 0, NULL, 0) == 0))
-			return true;
-	return false;
-}
-
-bool conf_consumer_exempt(const struct conf *c, const char *client_id)
-{
-	regex_t *res = c ? c->consumers_exempt_re : NULL;
-	for (size_t i = 0; res && client_id && i < c->nconsumers_exempt_client_ids; i++)
-		if (regexec(&res[i], client_id, 0, NULL, 0) == 0)
-			return true;
-	return false;
 }
