@@ -1,5 +1,6 @@
 /* Golden-frame loading and the generic round-trip / truncation checks. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,24 +48,23 @@ void golden_load(struct golden *g, const char *name, bool request, int16_t api_k
 	g->version = version;
 	struct codec_iov all = {g->data, g->len};
 	size_t body_len;
-	cr_assert_eq(codec_frame_peek(&all, 1, 1 << 30, &body_len), CODEC_OK);
-	cr_assert_eq(body_len + 4, g->len, "%s: size prefix %zu, file %zu", name, body_len, g->len);
+	cr_assert(eq(i64, (int64_t)(codec_frame_peek(&all, 1, 1 << 30, &body_len)), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(body_len + 4), (int64_t)(g->len)), "%s: size prefix %zu, file %zu", name, body_len, g->len);
 	struct codec_iov frame = {g->data + 4, g->len - 4};
 	size_t hlen;
 	if (request) {
 		struct codec_request_header h;
-		cr_assert_eq(codec_request_header_decode(&frame, 1, &h), CODEC_OK, "%s header", name);
-		cr_assert_eq(h.api_key, api_key);
-		cr_assert_eq(h.api_version, version);
+		cr_assert(eq(i64, (int64_t)(codec_request_header_decode(&frame, 1, &h)), (int64_t)(CODEC_OK)), "%s header", name);
+		cr_assert(eq(i64, (int64_t)(h.api_key), (int64_t)(api_key)));
+		cr_assert(eq(i64, (int64_t)(h.api_version), (int64_t)(version)));
 		if (!strchr(name, '/')) /* generated frames; captured ones keep theirs */
-			cr_assert_eq(h.correlation_id, 42 + version);
+			cr_assert(eq(i64, (int64_t)(h.correlation_id), (int64_t)(42 + version)));
 		hlen = h.len;
 	} else {
 		int32_t corr;
-		cr_assert_eq(codec_response_header_decode(&frame, 1, api_key, version, &corr, &hlen),
-			     CODEC_OK, "%s header", name);
+		cr_assert(eq(i64, (int64_t)(codec_response_header_decode(&frame, 1, api_key, version, &corr, &hlen)), (int64_t)(CODEC_OK)), "%s header", name);
 		if (!strchr(name, '/'))
-			cr_assert_eq(corr, 42 + version);
+			cr_assert(eq(i64, (int64_t)(corr), (int64_t)(42 + version)));
 	}
 	g->body_off = 4 + hlen;
 }
@@ -87,13 +87,13 @@ static void roundtrip(const struct msg_ops *ops, int16_t v, const struct codec_i
 {
 	void *m = calloc(1, ops->size);
 	enum codec_err e = ops->decode(iov, niov, v, m);
-	cr_assert_eq(e, CODEC_OK, "%s_v%d (%s): decode: %s", ops->name, v, what, codec_err_str(e));
+	cr_assert(eq(i64, (int64_t)(e), (int64_t)(CODEC_OK)), "%s_v%d (%s): decode: %s", ops->name, v, what, codec_err_str(e));
 	if (ops->encode) {
 		struct codec_buf out;
 		codec_buf_init(&out, 1 << 26);
 		e = ops->encode(m, v, iov, niov, &out);
-		cr_assert_eq(e, CODEC_OK, "%s_v%d: encode: %s", ops->name, v, codec_err_str(e));
-		cr_assert_eq(out.len, want_len, "%s_v%d: encoded %zu bytes, want %zu", ops->name, v,
+		cr_assert(eq(i64, (int64_t)(e), (int64_t)(CODEC_OK)), "%s_v%d: encode: %s", ops->name, v, codec_err_str(e));
+		cr_assert(eq(i64, (int64_t)(out.len), (int64_t)(want_len)), "%s_v%d: encoded %zu bytes, want %zu", ops->name, v,
 			     out.len, want_len);
 		cr_assert(want_len == 0 || memcmp(out.data, want, want_len) == 0, "%s_v%d: bytes differ", ops->name,
 			  v);
@@ -136,7 +136,7 @@ void check_golden_in(const struct msg_ops *ops, const char *dir, int16_t v)
 		struct codec_iov t = {p, n};
 		void *m = calloc(1, ops->size);
 		enum codec_err e = ops->decode(&t, 1, v, m);
-		cr_assert_neq(e, CODEC_OK, "%s: prefix of %zu/%zu bytes decoded", name, n, body.len);
+		cr_assert(ne(i64, (int64_t)(e), (int64_t)(CODEC_OK)), "%s: prefix of %zu/%zu bytes decoded", name, n, body.len);
 		cr_assert(e == CODEC_ERR_UNDERFLOW || e == CODEC_ERR_BAD_MSG, "%s: prefix %zu: %s",
 			  name, n, codec_err_str(e));
 		ops->free(m);

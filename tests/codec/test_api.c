@@ -1,5 +1,6 @@
 /* codec/api.c: the API table and header versions. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -10,7 +11,7 @@ Test(codec, api_table_is_dense_and_complete)
 	for (int16_t k = 0; k <= 92; k++) {
 		const struct codec_api *a = codec_api_get(k);
 		cr_assert_not_null(a, "key %d", k);
-		cr_assert_eq(a->key, k);
+		cr_assert(eq(i64, (int64_t)(a->key), (int64_t)(k)));
 		cr_assert_not_null(a->name);
 	}
 	cr_assert_null(codec_api_get(93));
@@ -22,32 +23,32 @@ Test(codec, api_table_is_dense_and_complete)
 Test(codec, api_table_kafka_43_versions)
 {
 	const struct codec_api *p = codec_api_get(CODEC_API_PRODUCE);
-	cr_assert_eq(p->min_version, 3);
-	cr_assert_eq(p->max_version, 13);
-	cr_assert_eq(p->flexible_from, 9);
-	cr_assert_eq(p->decode_max, CODEC_PRODUCE_V14);
+	cr_assert(eq(i64, (int64_t)(p->min_version), (int64_t)(3)));
+	cr_assert(eq(i64, (int64_t)(p->max_version), (int64_t)(13)));
+	cr_assert(eq(i64, (int64_t)(p->flexible_from), (int64_t)(9)));
+	cr_assert(eq(i64, (int64_t)(p->decode_max), (int64_t)(CODEC_PRODUCE_V14)));
 	const struct codec_api *f = codec_api_get(CODEC_API_FETCH);
-	cr_assert_eq(f->min_version, 4);
-	cr_assert_eq(f->max_version, 18);
-	cr_assert_eq(codec_api_get(CODEC_API_METADATA)->max_version, 13);
-	cr_assert_eq(codec_api_get(CODEC_API_LIST_OFFSETS)->min_version, 1);
-	cr_assert_eq(codec_api_get(4)->max_version, -1, "LeaderAndIsr is gone in 4.x");
-	cr_assert_eq(codec_api_get(CODEC_API_SASL_HANDSHAKE)->flexible_from, -1);
-	cr_assert_eq(codec_api_get(CODEC_API_SASL_HANDSHAKE)->decode_max, -1);
+	cr_assert(eq(i64, (int64_t)(f->min_version), (int64_t)(4)));
+	cr_assert(eq(i64, (int64_t)(f->max_version), (int64_t)(18)));
+	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_METADATA)->max_version), (int64_t)(13)));
+	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_LIST_OFFSETS)->min_version), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(codec_api_get(4)->max_version), (int64_t)(-1)), "LeaderAndIsr is gone in 4.x");
+	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_SASL_HANDSHAKE)->flexible_from), (int64_t)(-1)));
+	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_SASL_HANDSHAKE)->decode_max), (int64_t)(-1)));
 }
 
 Test(codec, api_header_versions)
 {
-	cr_assert_eq(codec_request_header_version(CODEC_API_PRODUCE, 8), 1);
-	cr_assert_eq(codec_request_header_version(CODEC_API_PRODUCE, 9), 2);
-	cr_assert_eq(codec_response_header_version(CODEC_API_PRODUCE, 9), 1);
-	cr_assert_eq(codec_response_header_version(CODEC_API_FETCH, 11), 0);
-	cr_assert_eq(codec_request_header_version(CODEC_API_API_VERSIONS, 3), 2);
-	cr_assert_eq(codec_response_header_version(CODEC_API_API_VERSIONS, 3), 0);
-	cr_assert_eq(codec_request_header_version(CODEC_API_SASL_HANDSHAKE, 1), 1);
-	cr_assert_eq(codec_response_header_version(CODEC_API_SASL_HANDSHAKE, 1), 0);
-	cr_assert_eq(codec_request_header_version(CODEC_API_DESCRIBE_CLUSTER, 0), 2);
-	cr_assert_eq(codec_request_header_version(500, 3), 1, "unknown keys: header v1");
+	cr_assert(eq(i64, (int64_t)(codec_request_header_version(CODEC_API_PRODUCE, 8)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(codec_request_header_version(CODEC_API_PRODUCE, 9)), (int64_t)(2)));
+	cr_assert(eq(i64, (int64_t)(codec_response_header_version(CODEC_API_PRODUCE, 9)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(codec_response_header_version(CODEC_API_FETCH, 11)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(codec_request_header_version(CODEC_API_API_VERSIONS, 3)), (int64_t)(2)));
+	cr_assert(eq(i64, (int64_t)(codec_response_header_version(CODEC_API_API_VERSIONS, 3)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(codec_request_header_version(CODEC_API_SASL_HANDSHAKE, 1)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(codec_response_header_version(CODEC_API_SASL_HANDSHAKE, 1)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(codec_request_header_version(CODEC_API_DESCRIBE_CLUSTER, 0)), (int64_t)(2)));
+	cr_assert(eq(i64, (int64_t)(codec_request_header_version(500, 3)), (int64_t)(1)), "unknown keys: header v1");
 }
 
 /* What is rewritten is a column of the table (codec_api.endpoints_from). */
@@ -64,6 +65,6 @@ Test(codec, api_table_names_the_responses_with_broker_addresses)
 	int n = 0;
 	for (int16_t k = 0; k <= 92; k++)
 		n += codec_api_get(k)->endpoints_from >= 0;
-	cr_assert_eq(n, 7, "no other response names brokers");
+	cr_assert(eq(i64, (int64_t)(n), (int64_t)(7)), "no other response names brokers");
 	cr_assert_not(codec_response_has_endpoints(1000, 0));
 }

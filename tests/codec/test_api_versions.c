@@ -1,5 +1,6 @@
 /* codec/api_versions.c: ApiVersions request/response v0–v4 and the v0-layout error reply. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,22 +26,22 @@ Test(codec, api_versions_response_fields_and_feature_tags_kept)
 	golden_load(&g, "api_versions_resp_v3", false, CODEC_API_API_VERSIONS, 3);
 	struct codec_iov body = golden_body(&g);
 	struct codec_api_versions_response m;
-	cr_assert_eq(codec_api_versions_response_decode(&body, 1, 3, &m), CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(codec_api_versions_response_decode(&body, 1, 3, &m)), (int64_t)(CODEC_OK)));
 	cr_assert_not(m.v0_layout);
-	cr_assert_eq(m.napi_keys, 4);
-	cr_assert_eq(m.api_keys[0].api_key, 0);
-	cr_assert_eq(m.api_keys[0].max_version, 13);
-	cr_assert_eq(m.tags.count, 3, "SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures");
+	cr_assert(eq(i64, (int64_t)(m.napi_keys), (int64_t)(4)));
+	cr_assert(eq(i64, (int64_t)(m.api_keys[0].api_key), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(m.api_keys[0].max_version), (int64_t)(13)));
+	cr_assert(eq(i64, (int64_t)(m.tags.count), (int64_t)(3)), "SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures");
 	/* Advertise Produce v14 (v13 on the wire) and re-encode. */
 	m.api_keys[0].max_version = CODEC_PRODUCE_V14;
 	struct codec_buf out;
 	codec_buf_init(&out, 1 << 20);
-	cr_assert_eq(codec_api_versions_response_encode(&m, 3, &out), CODEC_OK);
-	cr_assert_eq(out.len, body.len);
+	cr_assert(eq(i64, (int64_t)(codec_api_versions_response_encode(&m, 3, &out)), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(out.len), (int64_t)(body.len)));
 	codec_api_versions_response_free(&m);
 	struct codec_iov again = {out.data, out.len};
-	cr_assert_eq(codec_api_versions_response_decode(&again, 1, 3, &m), CODEC_OK);
-	cr_assert_eq(m.api_keys[0].max_version, 14);
+	cr_assert(eq(i64, (int64_t)(codec_api_versions_response_decode(&again, 1, 3, &m)), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(m.api_keys[0].max_version), (int64_t)(14)));
 	codec_api_versions_response_free(&m);
 	codec_buf_free(&out);
 	golden_free(&g);
@@ -54,15 +55,15 @@ Test(codec, api_versions_unsupported_version_reply_uses_v0_layout)
 	struct codec_iov body = golden_body(&g);
 	for (int16_t v = 0; v <= 4; v++) {
 		struct codec_api_versions_response m;
-		cr_assert_eq(codec_api_versions_response_decode(&body, 1, v, &m), CODEC_OK, "v%d", v);
+		cr_assert(eq(i64, (int64_t)(codec_api_versions_response_decode(&body, 1, v, &m)), (int64_t)(CODEC_OK)), "v%d", v);
 		cr_assert(m.v0_layout);
-		cr_assert_eq(m.error_code, CODEC_ERROR_UNSUPPORTED_VERSION);
-		cr_assert_eq(m.napi_keys, 1);
-		cr_assert_eq(m.api_keys[0].max_version, 4);
+		cr_assert(eq(i64, (int64_t)(m.error_code), (int64_t)(CODEC_ERROR_UNSUPPORTED_VERSION)));
+		cr_assert(eq(i64, (int64_t)(m.napi_keys), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(m.api_keys[0].max_version), (int64_t)(4)));
 		struct codec_buf out;
 		codec_buf_init(&out, 1 << 20);
-		cr_assert_eq(codec_api_versions_response_encode(&m, v, &out), CODEC_OK);
-		cr_assert_eq(out.len, body.len);
+		cr_assert(eq(i64, (int64_t)(codec_api_versions_response_encode(&m, v, &out)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(out.len), (int64_t)(body.len)));
 		cr_assert(memcmp(out.data, body.base, body.len) == 0);
 		codec_buf_free(&out);
 		codec_api_versions_response_free(&m);

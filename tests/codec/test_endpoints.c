@@ -1,5 +1,6 @@
 /* codec/endpoints.c: broker address rewriting in responses. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdlib.h>
@@ -49,7 +50,7 @@ static uint8_t *rewrite(const char *name, int16_t key, int16_t v, struct map *m,
 	/* Two segments, cut in the middle. */
 	struct codec_iov two[2] = {{body.base, body.len / 2}, {body.base + body.len / 2, body.len - body.len / 2}};
 	enum codec_err e = codec_response_rewrite_endpoints(key, v, two, 2, map_fn, m, s);
-	cr_assert_eq(e, CODEC_OK, "%s: %s", name, codec_err_str(e));
+	cr_assert(eq(i64, (int64_t)(e), (int64_t)(CODEC_OK)), "%s: %s", name, codec_err_str(e));
 	return apply(&body, s, len);
 }
 
@@ -64,23 +65,23 @@ Test(codec, endpoints_metadata_all_versions)
 		size_t len;
 		uint8_t *p = rewrite(name, CODEC_API_METADATA, v, &m, &len, &s, &g);
 		cr_assert(s.changed);
-		cr_assert_eq(m.calls, 3);
+		cr_assert(eq(i64, (int64_t)(m.calls), (int64_t)(3)));
 		struct codec_iov nb = {p, len};
 		struct codec_metadata_response a, b;
 		struct codec_iov body = golden_body(&g);
-		cr_assert_eq(codec_metadata_response_decode(&nb, 1, v, &a), CODEC_OK);
-		cr_assert_eq(codec_metadata_response_decode(&body, 1, v, &b), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_metadata_response_decode(&nb, 1, v, &a)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(codec_metadata_response_decode(&body, 1, v, &b)), (int64_t)(CODEC_OK)));
 		for (size_t i = 0; i < 3; i++) {
 			char want[32];
 			snprintf(want, sizeof(want), "sg-%d.local", a.brokers[i].node_id);
 			cr_assert_str_eq(a.brokers[i].host, want);
-			cr_assert_eq(a.brokers[i].port, 19000 + a.brokers[i].node_id);
-			cr_assert_eq(a.brokers[i].node_id, b.brokers[i].node_id);
+			cr_assert(eq(i64, (int64_t)(a.brokers[i].port), (int64_t)(19000 + a.brokers[i].node_id)));
+			cr_assert(eq(i64, (int64_t)(a.brokers[i].node_id), (int64_t)(b.brokers[i].node_id)));
 			if (b.brokers[i].rack)
 				cr_assert_str_eq(a.brokers[i].rack, b.brokers[i].rack);
 		}
 		/* Topics untouched: the tail after the splice is the original. */
-		cr_assert_eq(a.ntopics, b.ntopics);
+		cr_assert(eq(i64, (int64_t)(a.ntopics), (int64_t)(b.ntopics)));
 		codec_metadata_response_free(&a);
 		codec_metadata_response_free(&b);
 		codec_buf_free(&s.ins);
@@ -101,12 +102,12 @@ Test(codec, endpoints_find_coordinator_single_and_batched)
 		uint8_t *p = rewrite(name, CODEC_API_FIND_COORDINATOR, v, &m, &len, &s, &g);
 		struct codec_iov nb = {p, len};
 		struct codec_find_coordinator_response a;
-		cr_assert_eq(codec_find_coordinator_response_decode(&nb, 1, v, &a), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_find_coordinator_response_decode(&nb, 1, v, &a)), (int64_t)(CODEC_OK)));
 		if (v < 4) {
 			cr_assert_str_eq(a.host, "sg-2.local");
-			cr_assert_eq(a.port, 19002);
+			cr_assert(eq(i64, (int64_t)(a.port), (int64_t)(19002)));
 		} else {
-			cr_assert_eq(m.calls, 2);
+			cr_assert(eq(i64, (int64_t)(m.calls), (int64_t)(2)));
 			cr_assert_str_eq(a.coordinators[0].host, "sg-2.local");
 			cr_assert_str_eq(a.coordinators[0].key, "group-a");
 			cr_assert_str_eq(a.coordinators[1].host, "sg--1.local");
@@ -131,10 +132,10 @@ Test(codec, endpoints_describe_cluster)
 		uint8_t *p = rewrite(name, CODEC_API_DESCRIBE_CLUSTER, v, &m, &len, &s, &g);
 		struct codec_iov nb = {p, len};
 		struct codec_describe_cluster_response a;
-		cr_assert_eq(codec_describe_cluster_response_decode(&nb, 1, v, &a), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_describe_cluster_response_decode(&nb, 1, v, &a)), (int64_t)(CODEC_OK)));
 		cr_assert_str_eq(a.brokers[0].host, "sg-1.local");
 		cr_assert_str_eq(a.brokers[1].host, "sg-2.local");
-		cr_assert_eq(a.brokers[1].port, 19002);
+		cr_assert(eq(i64, (int64_t)(a.brokers[1].port), (int64_t)(19002)));
 		cr_assert_str_eq(a.cluster_id, "golden-cluster-id");
 		codec_describe_cluster_response_free(&a);
 		codec_buf_free(&s.ins);
@@ -155,28 +156,28 @@ Test(codec, endpoints_produce_node_endpoints_tag_only)
 		struct codec_splice s;
 		if (v < 10) {
 			cr_assert_not(codec_response_has_endpoints(CODEC_API_PRODUCE, v));
-			cr_assert_eq(codec_response_rewrite_endpoints(CODEC_API_PRODUCE, v, &body, 1, map_fn,
-								      &m, &s), CODEC_ERR_UNSUPPORTED);
+			cr_assert(eq(i64, (int64_t)(codec_response_rewrite_endpoints(CODEC_API_PRODUCE, v, &body, 1, map_fn,
+								      &m, &s)), (int64_t)(CODEC_ERR_UNSUPPORTED)));
 			golden_free(&g);
 			continue;
 		}
 		cr_assert(codec_response_has_endpoints(CODEC_API_PRODUCE, v));
-		cr_assert_eq(codec_response_rewrite_endpoints(CODEC_API_PRODUCE, v, &body, 1, map_fn, &m,
-							      &s), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_response_rewrite_endpoints(CODEC_API_PRODUCE, v, &body, 1, map_fn, &m,
+							      &s)), (int64_t)(CODEC_OK)));
 		cr_assert(s.changed);
 		struct codec_produce_response orig;
-		cr_assert_eq(codec_produce_response_decode(&body, 1, v, &orig), CODEC_OK);
-		cr_assert_geq(s.off, orig.tags_off, "splice stays in the top-level tags");
+		cr_assert(eq(i64, (int64_t)(codec_produce_response_decode(&body, 1, v, &orig)), (int64_t)(CODEC_OK)));
+		cr_assert(ge(i64, (int64_t)(s.off), (int64_t)(orig.tags_off)), "splice stays in the top-level tags");
 		size_t len;
 		uint8_t *p = apply(&body, &s, &len);
 		struct codec_iov nb = {p, len};
 		struct codec_produce_response a;
-		cr_assert_eq(codec_produce_response_decode(&nb, 1, v, &a), CODEC_OK);
-		cr_assert_eq(a.nnode_endpoints, 2);
+		cr_assert(eq(i64, (int64_t)(codec_produce_response_decode(&nb, 1, v, &a)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(a.nnode_endpoints), (int64_t)(2)));
 		cr_assert_str_eq(a.node_endpoints[0].host, "sg-2.local");
-		cr_assert_eq(a.node_endpoints[1].port, 19003);
+		cr_assert(eq(i64, (int64_t)(a.node_endpoints[1].port), (int64_t)(19003)));
 		cr_assert_str_eq(a.node_endpoints[0].rack, "rack-b");
-		cr_assert_eq(a.tags.count, 1, "unknown tag 9 still there");
+		cr_assert(eq(i64, (int64_t)(a.tags.count), (int64_t)(1)), "unknown tag 9 still there");
 		codec_produce_response_free(&a);
 		codec_produce_response_free(&orig);
 		codec_buf_free(&s.ins);
@@ -197,13 +198,13 @@ Test(codec, endpoints_fetch_node_endpoints_records_untouched)
 		uint8_t *p = rewrite(name, CODEC_API_FETCH, v, &m, &len, &s, &g);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan a;
-		cr_assert_eq(codec_fetch_response_scan(&body, 1, v, &a), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &a)), (int64_t)(CODEC_OK)));
 		cr_assert(s.changed);
-		cr_assert_geq(s.off, a.tags_off);
+		cr_assert(ge(i64, (int64_t)(s.off), (int64_t)(a.tags_off)));
 		cr_assert(memcmp(p, body.base, a.tags_off) == 0, "everything before the tags is intact");
 		codec_fetch_response_scan_free(&a);
 		struct codec_iov nb = {p, len};
-		cr_assert_eq(codec_fetch_response_scan(&nb, 1, v, &a), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&nb, 1, v, &a)), (int64_t)(CODEC_OK)));
 		codec_fetch_response_scan_free(&a);
 		/* The new body carries the new address (and not the old one). */
 		cr_assert_not_null(memmem(p, len, "sg-3.local", 10));
@@ -231,16 +232,15 @@ Test(codec, endpoints_share_fetch_and_acknowledge)
 			size_t len;
 			uint8_t *p = rewrite(name, cases[c].key, v, &m, &len, &s, &g);
 			cr_assert(s.changed);
-			cr_assert_eq(m.calls, 1);
+			cr_assert(eq(i64, (int64_t)(m.calls), (int64_t)(1)));
 			cr_assert_not_null(memmem(p, len, "sg-2.local", 10));
 			cr_assert_null(memmem(p, len, "broker-2", 8));
 			/* A second pass over the result finds our own address. */
 			struct codec_iov nb = {p, len};
 			struct codec_splice s2;
 			struct map m2 = {.refuse = true};
-			cr_assert_eq(codec_response_rewrite_endpoints(cases[c].key, v, &nb, 1, map_fn, &m2, &s2),
-				     CODEC_OK);
-			cr_assert_eq(m2.calls, 1);
+			cr_assert(eq(i64, (int64_t)(codec_response_rewrite_endpoints(cases[c].key, v, &nb, 1, map_fn, &m2, &s2)), (int64_t)(CODEC_OK)));
+			cr_assert(eq(i64, (int64_t)(m2.calls), (int64_t)(1)));
 			cr_assert_not(s2.changed);
 			codec_buf_free(&s2.ins);
 			codec_buf_free(&s.ins);
@@ -256,10 +256,9 @@ Test(codec, endpoints_unchanged_when_callback_refuses)
 	struct codec_iov body = golden_body(&g);
 	struct map m = {.refuse = true};
 	struct codec_splice s;
-	cr_assert_eq(codec_response_rewrite_endpoints(CODEC_API_METADATA, 12, &body, 1, map_fn, &m, &s),
-		     CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(codec_response_rewrite_endpoints(CODEC_API_METADATA, 12, &body, 1, map_fn, &m, &s)), (int64_t)(CODEC_OK)));
 	cr_assert_not(s.changed);
-	cr_assert_eq(m.calls, 3);
+	cr_assert(eq(i64, (int64_t)(m.calls), (int64_t)(3)));
 	codec_buf_free(&s.ins);
 	golden_free(&g);
 }
@@ -271,10 +270,9 @@ Test(codec, endpoints_unchanged_without_node_endpoints_tag)
 	struct codec_iov v = {body, sizeof(body)};
 	struct map m = {0};
 	struct codec_splice s;
-	cr_assert_eq(codec_response_rewrite_endpoints(CODEC_API_PRODUCE, 10, &v, 1, map_fn, &m, &s),
-		     CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(codec_response_rewrite_endpoints(CODEC_API_PRODUCE, 10, &v, 1, map_fn, &m, &s)), (int64_t)(CODEC_OK)));
 	cr_assert_not(s.changed);
-	cr_assert_eq(m.calls, 0);
+	cr_assert(eq(i64, (int64_t)(m.calls), (int64_t)(0)));
 	codec_buf_free(&s.ins);
 }
 
@@ -335,8 +333,7 @@ Test(codec, endpoints_captured_frames)
 		golden_load(&g, cases[c].name, false, cases[c].key, cases[c].v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_splice s;
-		cr_assert_eq(codec_response_rewrite_endpoints(cases[c].key, cases[c].v, &body, 1, to_sg, NULL, &s),
-			     CODEC_OK, "%s", cases[c].name);
+		cr_assert(eq(i64, (int64_t)(codec_response_rewrite_endpoints(cases[c].key, cases[c].v, &body, 1, to_sg, NULL, &s)), (int64_t)(CODEC_OK)), "%s", cases[c].name);
 		cr_assert(s.changed, "%s", cases[c].name);
 		size_t len;
 		uint8_t *p = apply(&body, &s, &len);

@@ -1,5 +1,6 @@
 /* codec/errors.c: error-code table and the Produce down-map. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -29,15 +30,15 @@ Test(codec, errors_names_and_retriable)
 Test(codec, errors_produce_downmap)
 {
 	struct codec_sync_codes c = {190, 191};
-	cr_assert_eq(codec_produce_error_downmap(190, 13, &c), 20);
-	cr_assert_eq(codec_produce_error_downmap(191, 3, &c), 20);
-	cr_assert_eq(codec_produce_error_downmap(190, 14, &c), 190);
-	cr_assert_eq(codec_produce_error_downmap(191, 14, &c), 191);
-	cr_assert_eq(codec_produce_error_downmap(6, 9, &c), 6);
-	cr_assert_eq(codec_produce_error_downmap(0, 9, &c), 0);
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(190, 13, &c)), (int64_t)(20)));
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(191, 3, &c)), (int64_t)(20)));
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(190, 14, &c)), (int64_t)(190)));
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(191, 14, &c)), (int64_t)(191)));
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(6, 9, &c)), (int64_t)(6)));
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(0, 9, &c)), (int64_t)(0)));
 	struct codec_sync_codes other = {150, 151};
-	cr_assert_eq(codec_produce_error_downmap(150, 12, &other), 20, "configured codes follow config");
-	cr_assert_eq(codec_produce_error_downmap(190, 12, &other), 190);
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(150, 12, &other)), (int64_t)(20)), "configured codes follow config");
+	cr_assert(eq(i64, (int64_t)(codec_produce_error_downmap(190, 12, &other)), (int64_t)(190)));
 }
 
 Test(codec, errors_codec_err_str)

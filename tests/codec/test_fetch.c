@@ -1,5 +1,6 @@
 /* codec/fetch.c: Fetch response scan v4–v18. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,26 +44,26 @@ Test(codec, fetch_response_scan_positions_point_at_offsets)
 		golden_load(&g, name, false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan s;
-		cr_assert_eq(codec_fetch_response_scan(&body, 1, v, &s), CODEC_OK);
-		cr_assert_eq(s.ntopics, 2);
-		cr_assert_eq(s.npartitions, 4);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &s)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(s.ntopics), (int64_t)(2)));
+		cr_assert(eq(i64, (int64_t)(s.npartitions), (int64_t)(4)));
 		if (v >= 13)
-			cr_assert_eq(s.topic_ids[0][0], 0x01);
+			cr_assert(eq(i64, (int64_t)(s.topic_ids[0][0]), (int64_t)(0x01)));
 		else
 			cr_assert_str_eq(s.topic_names[1], "topic-1");
 		for (size_t i = 0; i < s.npartitions; i++) {
 			const struct codec_fetch_partition_pos *p = &s.partitions[i];
-			cr_assert_eq(p->topic, i / 2);
-			cr_assert_eq(be64(body.base + p->high_watermark_off), p->high_watermark);
-			cr_assert_eq(be64(body.base + p->last_stable_offset_off), p->last_stable_offset);
+			cr_assert(eq(i64, (int64_t)(p->topic), (int64_t)(i / 2)));
+			cr_assert(eq(i64, (int64_t)(be64(body.base + p->high_watermark_off)), (int64_t)(p->high_watermark)));
+			cr_assert(eq(i64, (int64_t)(be64(body.base + p->last_stable_offset_off)), (int64_t)(p->last_stable_offset)));
 		}
-		cr_assert_eq(s.partitions[2].high_watermark, 5001);
-		cr_assert_eq(s.partitions[2].last_stable_offset, 4991);
-		cr_assert_eq(s.partitions[3].error_code, CODEC_ERROR_NOT_LEADER_OR_FOLLOWER);
+		cr_assert(eq(i64, (int64_t)(s.partitions[2].high_watermark), (int64_t)(5001)));
+		cr_assert(eq(i64, (int64_t)(s.partitions[2].last_stable_offset), (int64_t)(4991)));
+		cr_assert(eq(i64, (int64_t)(s.partitions[3].error_code), (int64_t)(CODEC_ERROR_NOT_LEADER_OR_FOLLOWER)));
 		if (v >= 12)
-			cr_assert_lt(s.tags_off, body.len);
+			cr_assert(lt(i64, (int64_t)(s.tags_off), (int64_t)(body.len)));
 		else
-			cr_assert_eq(s.tags_off, body.len);
+			cr_assert(eq(i64, (int64_t)(s.tags_off), (int64_t)(body.len)));
 		codec_fetch_response_scan_free(&s);
 		golden_free(&g);
 	}

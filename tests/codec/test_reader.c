@@ -1,5 +1,6 @@
 /* codec/reader.c: bounded reader over segments; bad-input table. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,15 +22,15 @@ Test(codec, reader_integers_across_segments)
 	struct codec_iov v[3] = {{a, 3}, {NULL, 0}, {b, sizeof(b)}};
 	struct codec_reader r;
 	codec_reader_init(&r, v, 3);
-	cr_assert_eq(r.len, 14);
-	cr_assert_eq(codec_read_i8(&r), 1);
-	cr_assert_eq(codec_read_i32(&r), 0x02030405);
-	cr_assert_eq(codec_read_i64(&r), 0x060708090a0b0c0dLL);
-	cr_assert_eq(codec_read_i16(&r), 0);
-	cr_assert_eq(r.err, CODEC_ERR_UNDERFLOW);
-	cr_assert_eq(r.err_off, 13, "sticky error remembers its offset");
-	cr_assert_eq(codec_read_i8(&r), 0, "reads after an error return zero");
-	cr_assert_eq(r.err_off, 13);
+	cr_assert(eq(i64, (int64_t)(r.len), (int64_t)(14)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i8(&r)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i32(&r)), (int64_t)(0x02030405)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i64(&r)), (int64_t)(0x060708090a0b0c0dLL)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i16(&r)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_ERR_UNDERFLOW)));
+	cr_assert(eq(i64, (int64_t)(r.err_off), (int64_t)(13)), "sticky error remembers its offset");
+	cr_assert(eq(i64, (int64_t)(codec_read_i8(&r)), (int64_t)(0)), "reads after an error return zero");
+	cr_assert(eq(i64, (int64_t)(r.err_off), (int64_t)(13)));
 }
 
 Test(codec, reader_varints_zigzag)
@@ -44,15 +45,15 @@ Test(codec, reader_varints_zigzag)
 		struct codec_iov v;
 		struct codec_reader r;
 		init1(&r, &v, cases[i].in, cases[i].n, false);
-		cr_assert_eq(codec_read_varint(&r), cases[i].want, "case %zu", i);
-		cr_assert_eq(r.err, CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_read_varint(&r)), (int64_t)(cases[i].want)), "case %zu", i);
+		cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_OK)));
 	}
 	uint8_t l[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
 	struct codec_iov v;
 	struct codec_reader r;
 	init1(&r, &v, l, sizeof(l), false);
-	cr_assert_eq(codec_read_varlong(&r), INT64_MIN);
-	cr_assert_eq(r.err, CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(codec_read_varlong(&r)), (int64_t)(INT64_MIN)));
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_OK)));
 }
 
 /* The bad-input table: bytes, what to read, the error expected. */
@@ -105,7 +106,7 @@ Test(codec, reader_bad_input_table)
 		case TAGS: codec_read_tags(&r, &keep, NULL, NULL); break;
 		case BOOL: codec_read_bool(&r); break;
 		}
-		cr_assert_eq(r.err, cases[i].want, "%s: got %s", cases[i].why, codec_err_str(r.err));
+		cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(cases[i].want)), "%s: got %s", cases[i].why, codec_err_str(r.err));
 		codec_tags_free(&keep);
 	}
 }
@@ -120,18 +121,18 @@ Test(codec, reader_strings_classic_and_compact)
 	cr_assert_str_eq(s, "abc");
 	free(s);
 	cr_assert_null(codec_read_str(&r, true));
-	cr_assert_eq(codec_reader_finish(&r), CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_OK)));
 
 	uint8_t f[] = {0x04, 'x', 'y', 'z', 0x00, 0x01};
 	init1(&r, &v, f, sizeof(f), true);
 	struct codec_slice sl = codec_read_slice(&r, false, false);
-	cr_assert_eq(sl.off, 1);
-	cr_assert_eq(sl.len, 3);
+	cr_assert(eq(i64, (int64_t)(sl.off), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(sl.len), (int64_t)(3)));
 	sl = codec_read_slice(&r, false, true);
-	cr_assert_eq(sl.len, -1);
+	cr_assert(eq(i64, (int64_t)(sl.len), (int64_t)(-1)));
 	sl = codec_read_slice(&r, false, false);
-	cr_assert_eq(sl.len, 0);
-	cr_assert_eq(codec_reader_finish(&r), CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(sl.len), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_OK)));
 }
 
 static bool tag_one(void *ctx, struct codec_reader *r, uint32_t tag, uint32_t size)
@@ -152,11 +153,11 @@ Test(codec, reader_tags_known_and_unknown_preserved)
 	struct codec_tags keep = {0};
 	int32_t one = 0;
 	codec_read_tags(&r, &keep, tag_one, &one);
-	cr_assert_eq(codec_reader_finish(&r), CODEC_OK);
-	cr_assert_eq(one, 7);
-	cr_assert_eq(keep.count, 2);
+	cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(one), (int64_t)(7)));
+	cr_assert(eq(i64, (int64_t)(keep.count), (int64_t)(2)));
 	uint8_t want[] = {0x00, 0x02, 0xaa, 0xbb, 0x28, 0x01, 0xcc};
-	cr_assert_eq(keep.len, sizeof(want));
+	cr_assert(eq(i64, (int64_t)(keep.len), (int64_t)(sizeof(want))));
 	cr_assert(memcmp(keep.raw, want, sizeof(want)) == 0);
 
 	/* Re-encode with the known field merged in order. */
@@ -166,7 +167,7 @@ Test(codec, reader_tags_known_and_unknown_preserved)
 	uint8_t seven[] = {0, 0, 0, 7};
 	struct codec_tag_out k = {1, seven, 4};
 	codec_write_tags(&b, &k, 1, &keep);
-	cr_assert_eq(b.len, sizeof(in));
+	cr_assert(eq(i64, (int64_t)(b.len), (int64_t)(sizeof(in))));
 	cr_assert(memcmp(b.data, in, sizeof(in)) == 0);
 	codec_buf_free(&b);
 	codec_tags_free(&keep);
@@ -180,12 +181,12 @@ Test(codec, reader_tag_handler_must_consume_exactly_its_field)
 	int32_t one;
 	init1(&r, &v, in, sizeof(in), true);
 	codec_read_tags(&r, NULL, tag_one, &one);
-	cr_assert_eq(r.err, CODEC_ERR_BAD_MSG, "left a byte of the field unread");
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_ERR_BAD_MSG)), "left a byte of the field unread");
 
 	uint8_t in2[] = {0x01, 0x01, 0x02, 0, 0, 0, 7};
 	init1(&r, &v, in2, sizeof(in2), true);
 	codec_read_tags(&r, NULL, tag_one, &one);
-	cr_assert_eq(r.err, CODEC_ERR_BAD_MSG, "read past the field");
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_ERR_BAD_MSG)), "read past the field");
 }
 
 Test(codec, reader_finish_rejects_trailing_bytes)
@@ -195,8 +196,8 @@ Test(codec, reader_finish_rejects_trailing_bytes)
 	struct codec_reader r;
 	init1(&r, &v, in, sizeof(in), false);
 	codec_read_i16(&r);
-	cr_assert_eq(codec_reader_finish(&r), CODEC_ERR_BAD_MSG);
-	cr_assert_eq(r.err_off, 2);
+	cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_ERR_BAD_MSG)));
+	cr_assert(eq(i64, (int64_t)(r.err_off), (int64_t)(2)));
 }
 
 Test(codec, reader_seek_and_uuid)
@@ -212,9 +213,9 @@ Test(codec, reader_seek_and_uuid)
 	codec_read_uuid(&r, id);
 	cr_assert(memcmp(id, in + 3, 16) == 0);
 	codec_reader_seek(&r, 7);
-	cr_assert_eq(codec_read_i8(&r), 7);
+	cr_assert(eq(i64, (int64_t)(codec_read_i8(&r)), (int64_t)(7)));
 	codec_reader_seek(&r, 21);
-	cr_assert_eq(r.err, CODEC_ERR_UNDERFLOW);
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_ERR_UNDERFLOW)));
 }
 
 Test(codec, reader_sub_is_bounded_inside_one_segment)
@@ -225,18 +226,18 @@ Test(codec, reader_sub_is_bounded_inside_one_segment)
 	init1(&r, &v, in, sizeof(in), false);
 	cr_assert(codec_reader_sub(&r, 2, &sub));
 	codec_read_i32(&sub);
-	cr_assert_eq(sub.err, CODEC_ERR_UNDERFLOW, "a sub-reader ends at its bound, not its segment's");
-	cr_assert_eq(codec_reader_remaining(&sub), 2);
+	cr_assert(eq(i64, (int64_t)(sub.err), (int64_t)(CODEC_ERR_UNDERFLOW)), "a sub-reader ends at its bound, not its segment's");
+	cr_assert(eq(i64, (int64_t)(codec_reader_remaining(&sub)), (int64_t)(2)));
 	codec_reader_join(&r, &sub);
-	cr_assert_eq(r.err, CODEC_ERR_BAD_MSG);
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_ERR_BAD_MSG)));
 
 	init1(&r, &v, in, sizeof(in), false);
 	cr_assert(codec_reader_sub(&r, 4, &sub));
-	cr_assert_eq(codec_read_i32(&sub), 1);
+	cr_assert(eq(i64, (int64_t)(codec_read_i32(&sub)), (int64_t)(1)));
 	codec_reader_join(&r, &sub);
-	cr_assert_eq(r.err, CODEC_OK);
-	cr_assert_eq(r.off, 4);
-	cr_assert_eq(r.len, 16);
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(r.off), (int64_t)(4)));
+	cr_assert(eq(i64, (int64_t)(r.len), (int64_t)(16)));
 	cr_assert_not(codec_reader_sub(&r, 13, &sub));
-	cr_assert_eq(r.err, CODEC_ERR_UNDERFLOW);
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_ERR_UNDERFLOW)));
 }

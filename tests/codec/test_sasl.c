@@ -2,6 +2,7 @@
 #include "codec/codec.h"
 
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <string.h>
 
 static const struct sasl_case {
@@ -32,10 +33,10 @@ Test(codec, sasl_username_table)
 		char out[64];
 		int rc = codec_sasl_username(t->mechanism, (const uint8_t *)t->auth, t->len, out, sizeof(out));
 		if (t->want) {
-			cr_expect_eq(rc, 0, "%s", t->name);
+			cr_expect(eq(i64, (int64_t)(rc), (int64_t)(0)), "%s", t->name);
 			cr_expect_str_eq(out, t->want, "%s", t->name);
 		} else {
-			cr_expect_eq(rc, -1, "%s", t->name);
+			cr_expect(eq(i64, (int64_t)(rc), (int64_t)(-1)), "%s", t->name);
 			cr_expect_str_eq(out, "", "%s: nothing written", t->name);
 		}
 	}
@@ -44,9 +45,9 @@ Test(codec, sasl_username_table)
 Test(codec, sasl_username_longer_than_the_buffer)
 {
 	char out[4];
-	cr_expect_eq(codec_sasl_username("PLAIN", (const uint8_t *)"\0abcd\0p", 7, out, sizeof(out)), -1);
-	cr_expect_eq(codec_sasl_username("SCRAM-SHA-256", (const uint8_t *)"n,,n=abcd,r=x", 13, out, sizeof(out)), -1);
-	cr_expect_eq(codec_sasl_username("PLAIN", (const uint8_t *)"\0abc\0p", 6, out, sizeof(out)), 0);
+	cr_expect(eq(i64, (int64_t)(codec_sasl_username("PLAIN", (const uint8_t *)"\0abcd\0p", 7, out, sizeof(out))), (int64_t)(-1)));
+	cr_expect(eq(i64, (int64_t)(codec_sasl_username("SCRAM-SHA-256", (const uint8_t *)"n,,n=abcd,r=x", 13, out, sizeof(out))), (int64_t)(-1)));
+	cr_expect(eq(i64, (int64_t)(codec_sasl_username("PLAIN", (const uint8_t *)"\0abc\0p", 6, out, sizeof(out))), (int64_t)(0)));
 	cr_expect_str_eq(out, "abc");
 }
 
@@ -57,16 +58,16 @@ Test(codec, sasl_authenticate_bytes_classic_and_compact)
 	uint8_t out[16];
 	size_t n;
 	struct codec_iov a = { v1, sizeof(v1) }, b = { v2, sizeof(v2) };
-	cr_assert_eq(codec_sasl_authenticate_bytes(&a, 1, 1, out, sizeof(out), &n), CODEC_OK);
-	cr_expect_eq(n, 5);
-	cr_expect_eq(memcmp(out, "hello", 5), 0);
-	cr_assert_eq(codec_sasl_authenticate_bytes(&b, 1, 2, out, sizeof(out), &n), CODEC_OK);
-	cr_expect_eq(n, 5);
-	cr_expect_eq(codec_sasl_authenticate_bytes(&a, 1, 1, out, 4, &n), CODEC_ERR_LIMIT);
-	cr_expect_eq(n, 0);
+	cr_assert(eq(i64, (int64_t)(codec_sasl_authenticate_bytes(&a, 1, 1, out, sizeof(out), &n)), (int64_t)(CODEC_OK)));
+	cr_expect(eq(i64, (int64_t)(n), (int64_t)(5)));
+	cr_expect(eq(i64, (int64_t)(memcmp(out, "hello", 5)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(codec_sasl_authenticate_bytes(&b, 1, 2, out, sizeof(out), &n)), (int64_t)(CODEC_OK)));
+	cr_expect(eq(i64, (int64_t)(n), (int64_t)(5)));
+	cr_expect(eq(i64, (int64_t)(codec_sasl_authenticate_bytes(&a, 1, 1, out, 4, &n)), (int64_t)(CODEC_ERR_LIMIT)));
+	cr_expect(eq(i64, (int64_t)(n), (int64_t)(0)));
 	for (size_t cut = 0; cut < sizeof(v1); cut++) { /* every truncated prefix */
 		struct codec_iov t = { v1, cut };
-		cr_expect_eq(codec_sasl_authenticate_bytes(&t, 1, 1, out, sizeof(out), &n), CODEC_ERR_UNDERFLOW,
+		cr_expect(eq(i64, (int64_t)(codec_sasl_authenticate_bytes(&t, 1, 1, out, sizeof(out), &n)), (int64_t)(CODEC_ERR_UNDERFLOW)),
 			     "prefix %zu", cut);
 	}
 }

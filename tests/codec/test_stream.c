@@ -6,6 +6,7 @@
  * and codec_tags_rewrite_endpoints_fixed keeps the tail's length.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +31,7 @@ static size_t walk(const uint8_t *body, size_t len, int16_t v, size_t chunk)
 		}
 		if (err != CODEC_OK || used + records > len - pos)
 			return SIZE_MAX;
-		cr_assert_leq(used, have);
+		cr_assert(le(i64, (int64_t)(used), (int64_t)(have)));
 		pos += used + records;
 		avail = chunk;
 	}
@@ -46,9 +47,9 @@ Test(codec_stream, fetch_tail_offset_matches_the_scan_for_every_version_and_chun
 		golden_load(&g, name, false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan s;
-		cr_assert_eq(codec_fetch_response_scan(&body, 1, v, &s), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &s)), (int64_t)(CODEC_OK)));
 		for (size_t chunk = 1; chunk <= body.len; chunk++)
-			cr_assert_eq(walk(body.base, body.len, v, chunk), s.tags_off,
+			cr_assert(eq(i64, (int64_t)(walk(body.base, body.len, v, chunk)), (int64_t)(s.tags_off)),
 				     "v%d chunk %zu", v, chunk);
 		codec_fetch_response_scan_free(&s);
 		golden_free(&g);
@@ -64,10 +65,10 @@ Test(codec_stream, truncated_bodies_never_reach_the_tail)
 		golden_load(&g, name, false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan s;
-		cr_assert_eq(codec_fetch_response_scan(&body, 1, v, &s), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &s)), (int64_t)(CODEC_OK)));
 		/* a prefix that ends before the tail cannot be walked to it */
 		for (size_t n = 0; n < s.tags_off; n++)
-			cr_assert_eq(walk(body.base, n, v, 4), SIZE_MAX, "v%d prefix %zu", v, n);
+			cr_assert(eq(i64, (int64_t)(walk(body.base, n, v, 4)), (int64_t)(SIZE_MAX)), "v%d prefix %zu", v, n);
 		codec_fetch_response_scan_free(&s);
 		golden_free(&g);
 	}
@@ -79,7 +80,7 @@ Test(codec_stream, unsupported_version_is_an_error)
 	codec_fetch_stream_init(&fs, 3);
 	struct codec_iov one = { (const uint8_t *)"\0\0\0\0", 4 };
 	size_t used, records;
-	cr_assert_neq(codec_fetch_stream_next(&fs, &one, 1, &used, &records), CODEC_OK);
+	cr_assert(ne(i64, (int64_t)(codec_fetch_stream_next(&fs, &one, 1, &used, &records)), (int64_t)(CODEC_OK)));
 }
 
 static const char *new_host;
@@ -131,11 +132,10 @@ Test(codec_stream, tail_rewrite_keeps_the_length_and_other_tags)
 			new_host = hosts[j];
 			struct codec_iov iov = { in, n };
 			bool changed;
-			cr_assert_eq(codec_tags_rewrite_endpoints_fixed(&iov, 1, n, fn, NULL, out, &changed),
-				     CODEC_OK, "%s → %s", hosts[i], hosts[j]);
+			cr_assert(eq(i64, (int64_t)(codec_tags_rewrite_endpoints_fixed(&iov, 1, n, fn, NULL, out, &changed)), (int64_t)(CODEC_OK)), "%s → %s", hosts[i], hosts[j]);
 			cr_assert(changed);
-			cr_assert(!memmem(out, n, hosts[i], strlen(hosts[i])) ||
-				  strstr(hosts[j], hosts[i]), "the old host is gone: %s → %s",
+			cr_assert(strstr(hosts[j], hosts[i]) || !memmem(out, n, hosts[i], strlen(hosts[i])),
+				  "the old host is gone: %s → %s",
 				  hosts[i], hosts[j]);
 			/* still a valid tag section of n bytes, tag 5 kept */
 			struct codec_iov o = { out, n };
@@ -143,13 +143,13 @@ Test(codec_stream, tail_rewrite_keeps_the_length_and_other_tags)
 			codec_reader_init(&r, &o, 1);
 			r.flexible = true;
 			codec_read_tags(&r, NULL, NULL, NULL);
-			cr_assert_eq(codec_reader_finish(&r), CODEC_OK, "%s → %s", hosts[i], hosts[j]);
-			cr_assert(memmem(out, n, "\x05\x02\xaa\xbb", 4), "tag 5 kept");
+			cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_OK)), "%s → %s", hosts[i], hosts[j]);
+			cr_assert(memmem(out, n, "\x05\x02\xaa\xbb", 4) != NULL, "tag 5 kept");
 			/* in place when as long, or shorter by room for a filler field (3
 			 * bytes at least); otherwise NodeEndpoints goes out empty */
 			size_t a = strlen(hosts[i]), b = strlen(hosts[j]);
 			bool fits = a == b || b + 3 <= a;
-			cr_assert_eq(memmem(out, n, hosts[j], strlen(hosts[j])) != NULL, fits,
+			cr_assert(eq(i64, (int64_t)(memmem(out, n, hosts[j], strlen(hosts[j])) != NULL), (int64_t)(fits)),
 				     "%s → %s: %s", hosts[i], hosts[j],
 				     fits ? "rewritten in place" : "sent empty");
 		}
@@ -168,10 +168,10 @@ Test(codec_stream, tags_grow_by_any_size_from_three_keeps_the_fields)
 		for (size_t grow = 0; grow < 66000; grow += grow < 20000 ? 1 : 997) {
 			enum codec_err err = codec_tags_grow(&iov, 1, in[t].n, grow, out);
 			if (grow == 1 || grow == 2) {
-				cr_assert_eq(err, CODEC_ERR_LIMIT, "grow %zu", grow);
+				cr_assert(eq(i64, (int64_t)(err), (int64_t)(CODEC_ERR_LIMIT)), "grow %zu", grow);
 				continue;
 			}
-			cr_assert_eq(err, CODEC_OK, "grow %zu", grow);
+			cr_assert(eq(i64, (int64_t)(err), (int64_t)(CODEC_OK)), "grow %zu", grow);
 			/* a valid section of exactly n + grow bytes: the fields, then fillers */
 			struct codec_iov o = { out, in[t].n + grow };
 			struct codec_reader r;
@@ -179,18 +179,18 @@ Test(codec_stream, tags_grow_by_any_size_from_three_keeps_the_fields)
 			r.flexible = true;
 			uint32_t count = codec_read_uvarint(&r);
 			uint32_t kept = in[t].p[0], prev = 0;
-			cr_assert_leq(count, kept + 2);
+			cr_assert(le(i64, (int64_t)(count), (int64_t)(kept + 2)));
 			for (uint32_t i = 0; i < count; i++) {
 				uint32_t tag = codec_read_uvarint(&r);
 				uint32_t size = codec_read_uvarint(&r);
 				cr_assert(i == 0 || tag > prev, "increasing tags, grow %zu", grow);
-				cr_assert_eq(tag >= CODEC_TAG_FILLER - 1, i >= kept, "grow %zu field %u", grow, i);
+				cr_assert(eq(i64, (int64_t)(tag >= CODEC_TAG_FILLER - 1), (int64_t)(i >= kept)), "grow %zu field %u", grow, i);
 				codec_read_skip(&r, size);
 				prev = tag;
 			}
-			cr_assert_eq(codec_reader_finish(&r), CODEC_OK, "grow %zu", grow);
+			cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_OK)), "grow %zu", grow);
 			if (kept)
-				cr_assert(!memcmp(out + 1, some + 1, sizeof(some) - 1), "fields kept byte for byte");
+				cr_assert_not(memcmp(out + 1, some + 1, sizeof(some) - 1), "fields kept byte for byte");
 		}
 	}
 }
@@ -206,22 +206,22 @@ Test(codec_stream, batch_peek_reads_what_a_client_reads)
 	h[60] = 10;
 	struct codec_batch_head b;
 	codec_batch_peek(h, sizeof(h), 5000, &b);
-	cr_assert_eq(b.base, 300);
-	cr_assert_eq(b.last, 309);
-	cr_assert_eq(b.total, 1261);
-	cr_assert(!b.partial);
-	cr_assert_eq(b.records, 10);
+	cr_assert(eq(i64, (int64_t)(b.base), (int64_t)(300)));
+	cr_assert(eq(i64, (int64_t)(b.last), (int64_t)(309)));
+	cr_assert(eq(i64, (int64_t)(b.total), (int64_t)(1261)));
+	cr_assert_not(b.partial);
+	cr_assert(eq(i64, (int64_t)(b.records), (int64_t)(10)));
 	cr_assert(codec_batch_kept(&b, 310));
-	cr_assert(!codec_batch_kept(&b, 309), "a batch reaching the limit is left out whole");
-	cr_assert(!codec_batch_kept(&b, -1), "unknown progress keeps nothing");
+	cr_assert_not(codec_batch_kept(&b, 309), "a batch reaching the limit is left out whole");
+	cr_assert_not(codec_batch_kept(&b, -1), "unknown progress keeps nothing");
 	/* the broker's trailing batch cut short: the rest of the record set */
 	codec_batch_peek(h, sizeof(h), 700, &b);
 	cr_assert(b.partial);
-	cr_assert_eq(b.total, 700);
+	cr_assert(eq(i64, (int64_t)(b.total), (int64_t)(700)));
 	/* fewer bytes than a baseOffset: unreadable, never kept */
 	codec_batch_peek(h, 5, 5, &b);
-	cr_assert_eq(b.base, -1);
-	cr_assert(!codec_batch_kept(&b, 1000));
+	cr_assert(eq(i64, (int64_t)(b.base), (int64_t)(-1)));
+	cr_assert_not(codec_batch_kept(&b, 1000));
 }
 
 /* ---- Produce requests ------------------------------------------------------ */
@@ -283,22 +283,22 @@ Test(codec_stream, produce_scan_matches_the_decoder_for_every_version_and_chunk)
 		golden_load(&g, name, true, CODEC_API_PRODUCE, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_produce_request req;
-		cr_assert_eq(codec_produce_request_decode(&body, 1, v, &req), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_produce_request_decode(&body, 1, v, &req)), (int64_t)(CODEC_OK)));
 		for (size_t chunk = 1; chunk <= body.len; chunk++) {
 			struct seen s;
 			cr_assert(walk_produce(body.base, body.len, v, chunk, &s), "v%d chunk %zu", v, chunk);
-			cr_assert_eq(s.acks, req.acks);
-			cr_assert_eq(s.timeout_ms, req.timeout_ms);
+			cr_assert(eq(i64, (int64_t)(s.acks), (int64_t)(req.acks)));
+			cr_assert(eq(i64, (int64_t)(s.timeout_ms), (int64_t)(req.timeout_ms)));
 			size_t i = 0;
 			for (size_t t = 0; t < req.ntopics; t++)
 				for (size_t p = 0; p < req.topics[t].npartitions; p++, i++) {
-					cr_assert_eq(s.index[i], req.topics[t].partitions[p].index);
-					cr_assert_eq(s.span[i], req.topics[t].partitions[p].offset_span,
+					cr_assert(eq(i64, (int64_t)(s.index[i]), (int64_t)(req.topics[t].partitions[p].index)));
+					cr_assert(eq(i64, (int64_t)(s.span[i]), (int64_t)(req.topics[t].partitions[p].offset_span)),
 						     "v%d chunk %zu partition %zu", v, chunk, i);
 					if (v < 13)
 						cr_assert_str_eq(s.topic[i], req.topics[t].name);
 				}
-			cr_assert_eq(s.nparts, i);
+			cr_assert(eq(i64, (int64_t)(s.nparts), (int64_t)(i)));
 		}
 		codec_produce_request_free(&req);
 		golden_free(&g);

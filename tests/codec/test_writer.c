@@ -1,5 +1,6 @@
 /* codec/writer.c: bounded output buffer and primitive encoders. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,31 +25,31 @@ Test(codec, writer_primitives_roundtrip_through_reader)
 	codec_write_array_len(&b, 3);
 	struct codec_int32s a = {(int32_t[]){1, -1, 7}, 3};
 	codec_write_int32s(&b, &a);
-	cr_assert_eq(b.err, CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(b.err), (int64_t)(CODEC_OK)));
 
 	struct codec_iov v = {b.data, b.len};
 	struct codec_reader r;
 	codec_reader_init(&r, &v, 1);
 	r.flexible = true;
-	cr_assert_eq(codec_read_i8(&r), -2);
-	cr_assert_eq(codec_read_i16(&r), -300);
-	cr_assert_eq(codec_read_i32(&r), 123456789);
-	cr_assert_eq(codec_read_i64(&r), -1234567890123LL);
+	cr_assert(eq(i64, (int64_t)(codec_read_i8(&r)), (int64_t)(-2)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i16(&r)), (int64_t)(-300)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i32(&r)), (int64_t)(123456789)));
+	cr_assert(eq(i64, (int64_t)(codec_read_i64(&r)), (int64_t)(-1234567890123LL)));
 	cr_assert(codec_read_bool(&r));
-	cr_assert_eq(codec_read_uvarint(&r), UINT32_MAX);
-	cr_assert_eq(codec_read_varint(&r), INT32_MIN);
-	cr_assert_eq(codec_read_varlong(&r), INT64_MAX);
+	cr_assert(eq(i64, (int64_t)(codec_read_uvarint(&r)), (int64_t)(UINT32_MAX)));
+	cr_assert(eq(i64, (int64_t)(codec_read_varint(&r)), (int64_t)(INT32_MIN)));
+	cr_assert(eq(i64, (int64_t)(codec_read_varlong(&r)), (int64_t)(INT64_MAX)));
 	char *s = codec_read_str(&r, false);
 	cr_assert_str_eq(s, "héllo");
 	free(s);
 	cr_assert_null(codec_read_str(&r, true));
-	cr_assert_eq(codec_read_array_len(&r, false, 0), 3);
+	cr_assert(eq(i64, (int64_t)(codec_read_array_len(&r, false, 0)), (int64_t)(3)));
 	struct codec_int32s back;
 	codec_read_int32s(&r, &back);
-	cr_assert_eq(back.n, 3);
-	cr_assert_eq(back.v[1], -1);
+	cr_assert(eq(i64, (int64_t)(back.n), (int64_t)(3)));
+	cr_assert(eq(i64, (int64_t)(back.v[1]), (int64_t)(-1)));
 	free(back.v);
-	cr_assert_eq(codec_reader_finish(&r), CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(codec_reader_finish(&r)), (int64_t)(CODEC_OK)));
 	codec_buf_free(&b);
 }
 
@@ -58,10 +59,10 @@ Test(codec, writer_limit_is_sticky)
 	codec_buf_init(&b, 6);
 	codec_write_i32(&b, 1);
 	codec_write_i32(&b, 2);
-	cr_assert_eq(b.err, CODEC_ERR_LIMIT);
-	cr_assert_eq(b.len, 4);
+	cr_assert(eq(i64, (int64_t)(b.err), (int64_t)(CODEC_ERR_LIMIT)));
+	cr_assert(eq(i64, (int64_t)(b.len), (int64_t)(4)));
 	codec_write_i8(&b, 1);
-	cr_assert_eq(b.len, 4, "nothing written after an error");
+	cr_assert(eq(i64, (int64_t)(b.len), (int64_t)(4)), "nothing written after an error");
 	codec_buf_free(&b);
 }
 
@@ -73,7 +74,7 @@ Test(codec, writer_string_too_long_is_limit)
 	memset(big, 'a', 39999);
 	big[39999] = '\0';
 	codec_write_str(&b, big);
-	cr_assert_eq(b.err, CODEC_ERR_LIMIT);
+	cr_assert(eq(i64, (int64_t)(b.err), (int64_t)(CODEC_ERR_LIMIT)));
 	free(big);
 	codec_buf_free(&b);
 }
@@ -88,11 +89,11 @@ Test(codec, writer_tags_merge_in_order_and_classic_writes_nothing)
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
 	codec_write_tags(&b, known, 2, &unknown);
-	cr_assert_eq(b.len, 0, "classic versions have no tag section");
+	cr_assert(eq(i64, (int64_t)(b.len), (int64_t)(0)), "classic versions have no tag section");
 	b.flexible = true;
 	codec_write_tags(&b, known, 2, &unknown);
 	uint8_t want[] = {0x04, 0x00, 0x01, 0x10, 0x02, 0x01, 0xaa, 0x03, 0x02, 0x30, 0x31, 0x05, 0x00};
-	cr_assert_eq(b.len, sizeof(want));
+	cr_assert(eq(i64, (int64_t)(b.len), (int64_t)(sizeof(want))));
 	cr_assert(memcmp(b.data, want, sizeof(want)) == 0);
 	codec_buf_free(&b);
 }

@@ -5,6 +5,7 @@
 #include "conf/conf.h"
 
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -229,7 +230,7 @@ Test(conf, error_table)
 		conf_free(c);
 		conf_errors_free(&e);
 	}
-	cr_assert_eq(failed, 0, "%zu of %zu error cases differ", failed,
+	cr_assert(eq(i64, (int64_t)(failed), (int64_t)(0)), "%zu of %zu error cases differ", failed,
 		     sizeof(error_cases) / sizeof(error_cases[0]));
 }
 
@@ -258,9 +259,9 @@ Test(conf, all_errors_reported_at_once)
 	cr_assert_null(c);
 	const int lines[] = { 1, 3, 6, 8, 9, 13, 14, 17 };
 	const size_t nl = sizeof(lines) / sizeof(lines[0]);
-	cr_assert_eq(e.n, nl, "want %zu errors, got %zu", nl, e.n);
+	cr_assert(eq(i64, (int64_t)(e.n), (int64_t)(nl)), "want %zu errors, got %zu", nl, e.n);
 	for (size_t i = 0; i < nl; i++)
-		cr_expect_eq(e.v[i].line, lines[i], "error %zu on line %d, want %d", i, e.v[i].line, lines[i]);
+		cr_expect(eq(i64, (int64_t)(e.v[i].line), (int64_t)(lines[i])), "error %zu on line %d, want %d", i, e.v[i].line, lines[i]);
 	conf_errors_free(&e);
 }
 

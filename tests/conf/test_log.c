@@ -2,6 +2,7 @@
 #include "conf/conf.h"
 
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <pthread.h>
 #include <regex.h>
 #include <stdlib.h>
@@ -13,7 +14,7 @@ static int capture(void)
 {
 	char path[] = "/tmp/sglog-XXXXXX";
 	int fd = mkstemp(path);
-	cr_assert_geq(fd, 0);
+	cr_assert(ge(i64, (int64_t)(fd), (int64_t)(0)));
 	unlink(path);
 	conf_log_set_fd(fd);
 	return fd;
@@ -23,14 +24,14 @@ static char *captured(int fd)
 {
 	off_t n = lseek(fd, 0, SEEK_END);
 	char *buf = calloc(1, (size_t)n + 1);
-	cr_assert_eq(pread(fd, buf, (size_t)n, 0), n);
+	cr_assert(eq(i64, (int64_t)(pread(fd, buf, (size_t)n, 0)), (int64_t)(n)));
 	return buf;
 }
 
 static bool matches(const char *re, const char *s)
 {
 	regex_t r;
-	cr_assert_eq(regcomp(&r, re, REG_EXTENDED | REG_NOSUB), 0);
+	cr_assert(eq(i64, (int64_t)(regcomp(&r, re, REG_EXTENDED | REG_NOSUB)), (int64_t)(0)));
 	bool ok = regexec(&r, s, 0, NULL, 0) == 0;
 	regfree(&r);
 	return ok;
@@ -55,7 +56,7 @@ Test(conf, log_line_format)
 Test(conf, log_threshold)
 {
 	int fd = capture();
-	cr_expect_eq(conf_log_get_level(), LOG_INFO, "default level");
+	cr_expect(eq(i64, (int64_t)(conf_log_get_level()), (int64_t)(LOG_INFO)), "default level");
 	LOG_D("hidden_debug", "a=1");
 	LOG_I("shown_info", "a=2");
 	conf_log_set_level(LOG_WARN);
@@ -72,15 +73,15 @@ Test(conf, log_threshold)
 
 Test(conf, log_level_names)
 {
-	cr_expect_eq(conf_log_level_parse("error"), LOG_ERROR);
-	cr_expect_eq(conf_log_level_parse("warn"), LOG_WARN);
-	cr_expect_eq(conf_log_level_parse("info"), LOG_INFO);
-	cr_expect_eq(conf_log_level_parse("debug"), LOG_DEBUG);
-	cr_expect_eq(conf_log_level_parse("INFO"), -1);
-	cr_expect_eq(conf_log_level_parse("trace"), -1);
-	cr_expect_eq(conf_log_level_parse(NULL), -1);
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse("error")), (int64_t)(LOG_ERROR)));
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse("warn")), (int64_t)(LOG_WARN)));
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse("info")), (int64_t)(LOG_INFO)));
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse("debug")), (int64_t)(LOG_DEBUG)));
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse("INFO")), (int64_t)(-1)));
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse("trace")), (int64_t)(-1)));
+	cr_expect(eq(i64, (int64_t)(conf_log_level_parse(NULL)), (int64_t)(-1)));
 	for (int l = 0; l < LOG_LEVEL_COUNT; l++)
-		cr_expect_eq(conf_log_level_parse(conf_log_level_str((enum log_level)l)), l);
+		cr_expect(eq(i64, (int64_t)(conf_log_level_parse(conf_log_level_str((enum log_level)l))), (int64_t)(l)));
 	cr_expect_str_eq(conf_log_level_str(LOG_LEVEL_COUNT), "?");
 }
 
@@ -126,11 +127,11 @@ Test(conf, log_lines_never_interleave)
 		cr_assert(fill && sscanf(strstr(line, "t="), "t=%d i=%d", &t, &i) == 2, "bad line %zu", lines);
 		fill += 5;
 		for (int k = 0; k < LONG; k++)
-			cr_assert_eq(fill[k], 'a' + t, "line %zu mixed at %d", lines, k);
+			cr_assert(eq(i64, (int64_t)(fill[k]), (int64_t)('a' + t)), "line %zu mixed at %d", lines, k);
 		cr_assert_str_eq(fill + LONG, " end=1");
 		lines++;
 	}
-	cr_expect_eq(lines, NTHREADS * NLINES);
+	cr_expect(eq(i64, (int64_t)(lines), (int64_t)(NTHREADS * NLINES)));
 	free(out);
 	close(fd);
 }

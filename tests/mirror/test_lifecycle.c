@@ -5,6 +5,7 @@
  * orders, two readers of one log, backoff, and the record codec.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,14 +96,14 @@ Test(lifecycle, transition_table)
 		struct mirror_lstate s = w->in;
 		struct mirror_apply_out out;
 		mirror_lifecycle_apply(&s, &w->r, &out);
-		cr_expect_eq(s.desired, w->desired, "%s: desired", w->name);
-		cr_expect_eq(s.effective, w->effective, "%s: effective", w->name);
-		cr_expect_eq(s.released, w->released, "%s: released", w->name);
-		cr_expect_eq(s.recovery_pending, w->recovery_pending, "%s: recovery_pending", w->name);
-		cr_expect_eq(s.retry_attempt, w->retry, "%s: retry_attempt", w->name);
-		cr_expect_eq(out.reject, w->reject, "%s: reject %s", w->name, mirror_reject_str(out.reject));
-		cr_expect_eq(out.changed, w->changed, "%s: changed", w->name);
-		cr_expect_eq(s.generation, w->changed ? 8 : 7, "%s: generation", w->name);
+		cr_expect(eq(i64, (int64_t)(s.desired), (int64_t)(w->desired)), "%s: desired", w->name);
+		cr_expect(eq(i64, (int64_t)(s.effective), (int64_t)(w->effective)), "%s: effective", w->name);
+		cr_expect(eq(i64, (int64_t)(s.released), (int64_t)(w->released)), "%s: released", w->name);
+		cr_expect(eq(i64, (int64_t)(s.recovery_pending), (int64_t)(w->recovery_pending)), "%s: recovery_pending", w->name);
+		cr_expect(eq(i64, (int64_t)(s.retry_attempt), (int64_t)(w->retry)), "%s: retry_attempt", w->name);
+		cr_expect(eq(i64, (int64_t)(out.reject), (int64_t)(w->reject)), "%s: reject %s", w->name, mirror_reject_str(out.reject));
+		cr_expect(eq(i64, (int64_t)(out.changed), (int64_t)(w->changed)), "%s: changed", w->name);
+		cr_expect(eq(i64, (int64_t)(s.generation), (int64_t)(w->changed ? 8 : 7)), "%s: generation", w->name);
 	}
 }
 
@@ -124,10 +125,10 @@ Test(lifecycle, every_state_times_every_record)
 						struct mirror_apply_out out;
 						mirror_lifecycle_apply(&s, r, &out);
 						n++;
-						cr_expect_eq(s.generation, in.generation + (out.changed ? 1 : 0));
+						cr_expect(eq(i64, (int64_t)(s.generation), (int64_t)(in.generation + (out.changed ? 1 : 0))));
 						/* nothing but REGISTER ever makes a topic gate */
 						if (r->kind != MIRROR_REC_REGISTER)
-							cr_expect(!(s.effective == S && in.effective != S));
+							cr_expect_not((s.effective == S && in.effective != S));
 						/* a released tuple is only ever cleared by a recovery promotion */
 						if (in.released && !s.released)
 							cr_expect(r->kind == MIRROR_REC_REGISTER && r->recovery &&
@@ -136,19 +137,19 @@ Test(lifecycle, every_state_times_every_record)
 						if (s.effective == S && in.effective != S)
 							cr_expect(in.desired == S && (!in.released || r->recovery));
 						/* effective SYNC is never left with the marker set */
-						cr_expect(!(s.effective == S && s.released && !in.released));
+						cr_expect_not((s.effective == S && s.released && !in.released));
 						if (r->kind == MIRROR_REC_ALTER) {
-							cr_expect_eq(s.desired, r->type);
+							cr_expect(eq(i64, (int64_t)(s.desired), (int64_t)(r->type)));
 							if (r->type == A)
-								cr_expect_eq(s.effective, A);
+								cr_expect(eq(i64, (int64_t)(s.effective), (int64_t)(A)));
 						}
 						if (r->kind == MIRROR_REC_RELEASE)
-							cr_expect_eq(s.effective, A);
+							cr_expect(eq(i64, (int64_t)(s.effective), (int64_t)(A)));
 						if (out.reject == MIRROR_REJ_STALE_GENERATION ||
 						    out.reject == MIRROR_REJ_NOT_DESIRED_SYNC)
-							cr_expect(!out.changed);
+							cr_expect_not(out.changed);
 					}
-	cr_expect_eq(n, 160);
+	cr_expect(eq(i64, (int64_t)(n), (int64_t)(160)));
 }
 
 static void fold(struct mirror_lstate *s, const struct mirror_record *rs, size_t n)
@@ -172,29 +173,29 @@ Test(lifecycle, release_vs_stale_promotion_both_orders)
 	struct mirror_apply_out out;
 	mirror_lifecycle_apply(&s1, &release, &out);
 	mirror_lifecycle_apply(&s1, &promote, &out);
-	cr_assert_eq(out.reject, MIRROR_REJ_RELEASED_FRESH_PROMOTION_REQUIRED);
+	cr_assert(eq(i64, (int64_t)(out.reject), (int64_t)(MIRROR_REJ_RELEASED_FRESH_PROMOTION_REQUIRED)));
 	cr_assert(out.count_rejected);
-	cr_assert_eq(s1.effective, A);
+	cr_assert(eq(i64, (int64_t)(s1.effective), (int64_t)(A)));
 	cr_assert(s1.released);
 	cr_assert(s1.recovery_pending);
-	cr_assert_eq(s1.retry_attempt, 1);
+	cr_assert(eq(i64, (int64_t)(s1.retry_attempt), (int64_t)(1)));
 
 	/* Promotion first, release after: released, matching operator intent. */
 	struct mirror_lstate s2 = base;
 	mirror_lifecycle_apply(&s2, &promote, &out);
-	cr_assert_eq(s2.effective, S);
+	cr_assert(eq(i64, (int64_t)(s2.effective), (int64_t)(S)));
 	mirror_lifecycle_apply(&s2, &release, &out);
-	cr_assert_eq(s2.effective, A);
+	cr_assert(eq(i64, (int64_t)(s2.effective), (int64_t)(A)));
 	cr_assert(s2.released);
 	cr_assert(s2.recovery_pending);
 
 	/* Both orders end not gating; recovery then needs RecoveryPromotion. */
 	struct mirror_record recovery = reg(true, s1.generation);
 	mirror_lifecycle_apply(&s1, &recovery, &out);
-	cr_assert_eq(s1.effective, S);
-	cr_assert(!s1.released);
-	cr_assert(!s1.recovery_pending);
-	cr_assert_eq(s1.retry_attempt, 0);
+	cr_assert(eq(i64, (int64_t)(s1.effective), (int64_t)(S)));
+	cr_assert_not(s1.released);
+	cr_assert_not(s1.recovery_pending);
+	cr_assert(eq(i64, (int64_t)(s1.retry_attempt), (int64_t)(0)));
 }
 
 Test(lifecycle, two_readers_of_one_log_agree)
@@ -211,32 +212,32 @@ Test(lifecycle, two_readers_of_one_log_agree)
 	fold(&r2, log, n / 2);
 	r2 = mirror_lstate_initial(A);
 	fold(&r2, log, n);
-	cr_assert_eq(memcmp(&r1.generation, &r2.generation, sizeof(r1.generation)), 0);
-	cr_assert_eq(r1.desired, r2.desired);
-	cr_assert_eq(r1.effective, r2.effective);
-	cr_assert_eq(r1.released, r2.released);
-	cr_assert_eq(r1.recovery_pending, r2.recovery_pending);
-	cr_assert_eq(r1.retry_attempt, r2.retry_attempt);
+	cr_assert(eq(i64, (int64_t)(memcmp(&r1.generation, &r2.generation, sizeof(r1.generation))), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(r1.desired), (int64_t)(r2.desired)));
+	cr_assert(eq(i64, (int64_t)(r1.effective), (int64_t)(r2.effective)));
+	cr_assert(eq(i64, (int64_t)(r1.released), (int64_t)(r2.released)));
+	cr_assert(eq(i64, (int64_t)(r1.recovery_pending), (int64_t)(r2.recovery_pending)));
+	cr_assert(eq(i64, (int64_t)(r1.retry_attempt), (int64_t)(r2.retry_attempt)));
 	/* and the end state is the one the rules give */
-	cr_assert_eq(r1.effective, S);
-	cr_assert(!r1.released);
+	cr_assert(eq(i64, (int64_t)(r1.effective), (int64_t)(S)));
+	cr_assert_not(r1.released);
 	/* config desired differs between readers: an ALTER in the log wins */
 	struct mirror_lstate r3 = mirror_lstate_initial(S);
 	fold(&r3, log, n);
-	cr_assert_eq(r3.desired, r1.desired);
-	cr_assert_eq(r3.effective, r1.effective);
+	cr_assert(eq(i64, (int64_t)(r3.desired), (int64_t)(r1.desired)));
+	cr_assert(eq(i64, (int64_t)(r3.effective), (int64_t)(r1.effective)));
 }
 
 Test(lifecycle, backoff_doubles_and_is_capped)
 {
-	cr_assert_eq(mirror_lifecycle_backoff_ms(0), 0);
-	cr_assert_eq(mirror_lifecycle_backoff_ms(1), 500);
-	cr_assert_eq(mirror_lifecycle_backoff_ms(2), 1000);
-	cr_assert_eq(mirror_lifecycle_backoff_ms(3), 2000);
-	cr_assert_eq(mirror_lifecycle_backoff_ms(7), 30000);
-	cr_assert_eq(mirror_lifecycle_backoff_ms(1000), 30000);
+	cr_assert(eq(i64, (int64_t)(mirror_lifecycle_backoff_ms(0)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(mirror_lifecycle_backoff_ms(1)), (int64_t)(500)));
+	cr_assert(eq(i64, (int64_t)(mirror_lifecycle_backoff_ms(2)), (int64_t)(1000)));
+	cr_assert(eq(i64, (int64_t)(mirror_lifecycle_backoff_ms(3)), (int64_t)(2000)));
+	cr_assert(eq(i64, (int64_t)(mirror_lifecycle_backoff_ms(7)), (int64_t)(30000)));
+	cr_assert(eq(i64, (int64_t)(mirror_lifecycle_backoff_ms(1000)), (int64_t)(30000)));
 	for (int32_t i = 1; i < 40; i++)
-		cr_assert_geq(mirror_lifecycle_backoff_ms(i + 1), mirror_lifecycle_backoff_ms(i));
+		cr_assert(ge(i64, (int64_t)(mirror_lifecycle_backoff_ms(i + 1)), (int64_t)(mirror_lifecycle_backoff_ms(i))));
 }
 
 Test(lifecycle, record_json_round_trip)
@@ -247,24 +248,24 @@ Test(lifecycle, record_json_round_trip)
 	cr_assert_not_null(j);
 	char m[64], t[64];
 	struct mirror_record back;
-	cr_assert_eq(mirror_record_from_json(j, strlen(j), m, sizeof(m), t, sizeof(t), &back), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_record_from_json(j, strlen(j), m, sizeof(m), t, sizeof(t), &back)), (int64_t)(0)));
 	cr_assert_str_eq(m, "dr-east");
 	cr_assert_str_eq(t, "orders");
-	cr_assert_eq(back.kind, r.kind);
-	cr_assert_eq(back.recovery, true);
-	cr_assert_eq(back.based_on, 42);
-	cr_assert_eq(back.origin, r.origin);
-	cr_assert_eq(back.seq, 9);
+	cr_assert(eq(i64, (int64_t)(back.kind), (int64_t)(r.kind)));
+	cr_assert(eq(i64, (int64_t)(back.recovery), (int64_t)(true)));
+	cr_assert(eq(i64, (int64_t)(back.based_on), (int64_t)(42)));
+	cr_assert(eq(i64, (int64_t)(back.origin), (int64_t)(r.origin)));
+	cr_assert(eq(i64, (int64_t)(back.seq), (int64_t)(9)));
 	free(j);
 	/* a hand-written record (tests, operators): defaults apply */
 	const char *min = "{\"mirror\":\"dr\",\"topic\":\"t\",\"op\":\"REGISTER\",\"recovery\":false}";
-	cr_assert_eq(mirror_record_from_json(min, strlen(min), m, sizeof(m), t, sizeof(t), &back), 0);
-	cr_assert_eq(back.kind, MIRROR_REC_REGISTER);
-	cr_assert_eq(back.based_on, -1);
+	cr_assert(eq(i64, (int64_t)(mirror_record_from_json(min, strlen(min), m, sizeof(m), t, sizeof(t), &back)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(back.kind), (int64_t)(MIRROR_REC_REGISTER)));
+	cr_assert(eq(i64, (int64_t)(back.based_on), (int64_t)(-1)));
 	const char *bad[] = {"", "[]", "{\"mirror\":\"dr\",\"topic\":\"t\",\"op\":\"NOPE\"}",
 			     "{\"topic\":\"t\",\"op\":\"ALTER\"}", "{\"mirror\":\"dr\",\"topic\":\"t\",\"op\":\"ALTER\",\"type\":\"X\"}"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		cr_expect_eq(mirror_record_from_json(bad[i], strlen(bad[i]), m, sizeof(m), t, sizeof(t), &back), -1,
+		cr_expect(eq(i64, (int64_t)(mirror_record_from_json(bad[i], strlen(bad[i]), m, sizeof(m), t, sizeof(t), &back)), (int64_t)(-1)),
 			     "%s", bad[i]);
 }
 
@@ -292,15 +293,15 @@ Test(lifecycle, fence_sets_only_the_fence_and_blocks_every_promotion)
 							struct mirror_apply_out out;
 							struct mirror_record r = rec(k ? MIRROR_REC_FENCE : MIRROR_REC_UNFENCE);
 							mirror_lifecycle_apply(&s, &r, &out);
-							cr_expect_eq(s.fenced, (bool)k);
-							cr_expect_eq(out.changed, fenced != k);
-							cr_expect_eq(s.generation, in.generation + (fenced != k));
-							cr_expect_eq(s.desired, in.desired);
-							cr_expect_eq(s.effective, in.effective);
-							cr_expect_eq(s.released, in.released);
-							cr_expect_eq(s.recovery_pending, in.recovery_pending);
-							cr_expect_eq(s.retry_attempt, in.retry_attempt);
-							cr_expect_eq(out.reject, MIRROR_REJ_NONE);
+							cr_expect(eq(i64, (int64_t)(s.fenced), (int64_t)((bool)k)));
+							cr_expect(eq(i64, (int64_t)(out.changed), (int64_t)(fenced != k)));
+							cr_expect(eq(i64, (int64_t)(s.generation), (int64_t)(in.generation + (fenced != k))));
+							cr_expect(eq(i64, (int64_t)(s.desired), (int64_t)(in.desired)));
+							cr_expect(eq(i64, (int64_t)(s.effective), (int64_t)(in.effective)));
+							cr_expect(eq(i64, (int64_t)(s.released), (int64_t)(in.released)));
+							cr_expect(eq(i64, (int64_t)(s.recovery_pending), (int64_t)(in.recovery_pending)));
+							cr_expect(eq(i64, (int64_t)(s.retry_attempt), (int64_t)(in.retry_attempt)));
+							cr_expect(eq(i64, (int64_t)(out.reject), (int64_t)(MIRROR_REJ_NONE)));
 							n++;
 						}
 						if (!fenced)
@@ -309,14 +310,14 @@ Test(lifecycle, fence_sets_only_the_fence_and_blocks_every_promotion)
 							struct mirror_lstate s = in;
 							struct mirror_apply_out out;
 							mirror_lifecycle_apply(&s, &regs[k], &out);
-							cr_expect_eq(out.reject, MIRROR_REJ_FENCED);
-							cr_expect(!out.changed);
-							cr_expect(!out.count_rejected);
-							cr_expect_eq(memcmp(&s, &in, sizeof(s)), 0);
+							cr_expect(eq(i64, (int64_t)(out.reject), (int64_t)(MIRROR_REJ_FENCED)));
+							cr_expect_not(out.changed);
+							cr_expect_not(out.count_rejected);
+							cr_expect(eq(i64, (int64_t)(memcmp(&s, &in, sizeof(s))), (int64_t)(0)));
 							n++;
 						}
 					}
-	cr_expect_eq(n, 32 * 2 + 16 * 4);
+	cr_expect(eq(i64, (int64_t)(n), (int64_t)(32 * 2 + 16 * 4)));
 }
 
 /* The failover sequence as the log holds it: FENCE, RELEASE; the recovery
@@ -328,24 +329,24 @@ Test(lifecycle, failover_sequence_then_unfence)
 	struct mirror_lstate s = mirror_lstate_initial(S);
 	const struct mirror_record pre[] = {reg(0, -1)};
 	fold(&s, pre, 1);
-	cr_assert_eq(s.effective, S);
+	cr_assert(eq(i64, (int64_t)(s.effective), (int64_t)(S)));
 	struct mirror_apply_out out;
 	struct mirror_record fence = rec(MIRROR_REC_FENCE), release = rec(MIRROR_REC_RELEASE),
 			     unfence = rec(MIRROR_REC_UNFENCE), recovery = reg(1, -1);
 	mirror_lifecycle_apply(&s, &fence, &out);
 	cr_assert(s.fenced);
-	cr_assert_eq(s.effective, S, "the fence alone keeps gating (the drain confirms what was sent)");
+	cr_assert(eq(i64, (int64_t)(s.effective), (int64_t)(S)), "the fence alone keeps gating (the drain confirms what was sent)");
 	mirror_lifecycle_apply(&s, &release, &out);
 	cr_assert(s.released && s.fenced && s.effective == A);
 	mirror_lifecycle_apply(&s, &recovery, &out);
-	cr_assert_eq(out.reject, MIRROR_REJ_FENCED);
-	cr_assert_eq(s.effective, A);
+	cr_assert(eq(i64, (int64_t)(out.reject), (int64_t)(MIRROR_REJ_FENCED)));
+	cr_assert(eq(i64, (int64_t)(s.effective), (int64_t)(A)));
 	cr_assert(s.released);
 	mirror_lifecycle_apply(&s, &unfence, &out);
-	cr_assert(!s.fenced && s.released);
+	cr_assert(s.released && !s.fenced);
 	mirror_lifecycle_apply(&s, &recovery, &out);
-	cr_assert_eq(s.effective, S);
-	cr_assert(!s.released);
+	cr_assert(eq(i64, (int64_t)(s.effective), (int64_t)(S)));
+	cr_assert_not(s.released);
 
 	const struct mirror_record log[] = {reg(0, -1), fence, release, recovery};
 	struct mirror_lstate r1 = mirror_lstate_initial(S), r2 = mirror_lstate_initial(S);
@@ -353,7 +354,7 @@ Test(lifecycle, failover_sequence_then_unfence)
 	fold(&r2, log, 2);
 	r2 = mirror_lstate_initial(S);
 	fold(&r2, log, 4);
-	cr_assert_eq(memcmp(&r1, &r2, sizeof(r1)), 0);
+	cr_assert(eq(i64, (int64_t)(memcmp(&r1, &r2, sizeof(r1))), (int64_t)(0)));
 	cr_assert(r1.fenced && r1.released && r1.effective == A);
 }
 
@@ -363,8 +364,8 @@ Test(lifecycle, fence_record_json_round_trip)
 		struct mirror_record r = rec(k ? MIRROR_REC_FENCE : MIRROR_REC_UNFENCE), back;
 		char *j = mirror_record_to_json("dr", "orders", &r);
 		char m[16], t[16];
-		cr_assert_eq(mirror_record_from_json(j, strlen(j), m, sizeof(m), t, sizeof(t), &back), 0);
-		cr_assert_eq(back.kind, r.kind);
+		cr_assert(eq(i64, (int64_t)(mirror_record_from_json(j, strlen(j), m, sizeof(m), t, sizeof(t), &back)), (int64_t)(0)));
+		cr_assert(eq(i64, (int64_t)(back.kind), (int64_t)(r.kind)));
 		cr_assert_str_eq(mirror_rec_kind_str(back.kind), k ? "FENCE" : "UNFENCE");
 		free(j);
 	}

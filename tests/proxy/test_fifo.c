@@ -6,6 +6,7 @@
  * socketpair driven by a libevent loop.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -23,7 +24,7 @@ static void fixture_init(struct fixture *f)
 {
 	int sv[2];
 	memset(f, 0, sizeof(*f));
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	cr_assert(eq(i64, (int64_t)(socketpair(AF_UNIX, SOCK_STREAM, 0, sv)), (int64_t)(0)));
 	f->base = event_base_new();
 	f->srv.base = f->base;
 	proxy_server_register_conns(&f->srv); /* as proxy_server_new */
@@ -72,13 +73,13 @@ Test(proxy_fifo, later_ready_responses_wait_behind_a_held_head)
 	ready(e3, "C");
 	ready(e2, "B");
 	proxy_fifo_flush(&f.c);
-	cr_assert_eq(drain_peer(&f, buf, sizeof(buf)), 0, "nothing overtakes the held head");
-	cr_assert_eq(f.c.nfifo, 3);
+	cr_assert(eq(i64, (int64_t)(drain_peer(&f, buf, sizeof(buf))), (int64_t)(0)), "nothing overtakes the held head");
+	cr_assert(eq(i64, (int64_t)(f.c.nfifo), (int64_t)(3)));
 	ready(e1, "A");
 	proxy_fifo_flush(&f.c);
 	drain_peer(&f, buf, sizeof(buf));
 	cr_assert_str_eq(buf, "ABC");
-	cr_assert_eq(f.c.nfifo, 0);
+	cr_assert(eq(i64, (int64_t)(f.c.nfifo), (int64_t)(0)));
 	fixture_fini(&f);
 }
 
@@ -91,7 +92,7 @@ Test(proxy_fifo, internal_entry_sends_nothing_and_releases_the_next)
 	struct proxy_entry *e = proxy_entry_new(&f.c, PROXY_ENTRY_KAFKA);
 	ready(e, "P");
 	proxy_fifo_flush(&f.c);
-	cr_assert_eq(drain_peer(&f, buf, sizeof(buf)), 0);
+	cr_assert(eq(i64, (int64_t)(drain_peer(&f, buf, sizeof(buf))), (int64_t)(0)));
 	in->state = PROXY_ENTRY_READY; /* its response was consumed: no bytes */
 	proxy_fifo_flush(&f.c);
 	drain_peer(&f, buf, sizeof(buf));
@@ -109,19 +110,19 @@ Test(proxy_buf_iov, views_a_range_across_segments)
 	}
 	struct codec_iov iov[PROXY_MAX_IOV];
 	int n = proxy_buf_iov(b, 3, 10, iov, PROXY_MAX_IOV);
-	cr_assert_gt(n, 0);
+	cr_assert(gt(i64, (int64_t)(n), (int64_t)(0)));
 	char got[11] = { 0 };
 	size_t o = 0;
 	for (int i = 0; i < n; i++) {
 		memcpy(got + o, iov[i].base, iov[i].len);
 		o += iov[i].len;
 	}
-	cr_assert_eq(o, 10);
+	cr_assert(eq(i64, (int64_t)(o), (int64_t)(10)));
 	cr_assert_str_eq(got, "defghijklm");
 	/* more segments than iovs: made contiguous, same bytes */
 	n = proxy_buf_iov(b, 0, 90, iov, 4);
 	cr_assert(n >= 1 && n <= 4);
-	cr_assert_eq(((const char *)iov[0].base)[0], 'a');
-	cr_assert_eq(proxy_buf_iov(b, 95, 10, iov, PROXY_MAX_IOV), -1, "past the end");
+	cr_assert(eq(i64, (int64_t)(((const char *)iov[0].base)[0]), (int64_t)('a')));
+	cr_assert(eq(i64, (int64_t)(proxy_buf_iov(b, 95, 10, iov, PROXY_MAX_IOV)), (int64_t)(-1)), "past the end");
 	evbuffer_free(b);
 }

@@ -6,6 +6,7 @@
  * are the test's ends of two socketpairs.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -32,7 +33,7 @@ static struct conf *load(int idle_ms)
 	idle_yaml(yaml, sizeof(yaml), idle_ms);
 	struct conf_errors errs = { 0 };
 	struct conf *cf = conf_load_string("t.yaml", yaml, strlen(yaml), &errs);
-	cr_assert(cf);
+	cr_assert_not_null(cf);
 	return cf;
 }
 
@@ -83,7 +84,7 @@ static void run_until_closed(struct fixture *f)
 {
 	for (int i = 0; i < 10000 && f->srv.nconns > 0; i++)
 		event_base_loop(f->base, EVLOOP_ONCE);
-	cr_assert_eq(f->srv.nconns, 0, "the idle pair was never closed");
+	cr_assert(eq(i64, (int64_t)(f->srv.nconns), (int64_t)(0)), "the idle pair was never closed");
 	f->c = NULL;
 }
 
@@ -110,7 +111,7 @@ static size_t fetch_response(uint8_t *b, int32_t corr)
 static struct proxy_entry *fetch_entry(struct fixture *f, int32_t corr)
 {
 	struct proxy_entry *e = proxy_entry_new(f->c, PROXY_ENTRY_KAFKA);
-	cr_assert(e);
+	cr_assert_not_null(e);
 	e->api_key = CODEC_API_FETCH;
 	e->api_version = e->client_version = 16;
 	e->correlation_id = corr;
@@ -127,7 +128,7 @@ Test(idle, idle_pair_is_closed_and_counted)
 	cr_assert(eof(f.up), "the upstream connection is closed with it");
 	struct metric *m = metric_get(METRIC_COUNTER, "syncgate_client_idle_closes_total", "", "",
 				      NULL, 0);
-	cr_assert_geq(metric_value(m), 1);
+	cr_assert(ge(i64, (int64_t)(metric_value(m)), (int64_t)(1)));
 	fixture_fini(&f);
 }
 
@@ -137,13 +138,13 @@ Test(idle, request_in_flight_is_never_closed_then_idles_out_after_the_answer)
 	fixture_init(&f, 20);
 	fetch_entry(&f, 77); /* the broker has not answered yet */
 	run_for(&f, 400);    /* twenty idle periods */
-	cr_assert_eq(f.srv.nconns, 1, "closed with a request in flight");
-	cr_assert_eq(f.c->state, PROXY_CONN_OPEN);
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(1)), "closed with a request in flight");
+	cr_assert(eq(i64, (int64_t)(f.c->state), (int64_t)(PROXY_CONN_OPEN)));
 	cr_assert_not(eof(f.cl));
 
 	uint8_t frame[64];
 	size_t n = fetch_response(frame, 77);
-	cr_assert_eq(write(f.up, frame, n), (ssize_t)n);
+	cr_assert(eq(i64, (int64_t)(write(f.up, frame, n)), (int64_t)((ssize_t)n)));
 	uint8_t got[64];
 	size_t have = 0;
 	for (int i = 0; i < 1000 && have < n; i++) {
@@ -152,8 +153,8 @@ Test(idle, request_in_flight_is_never_closed_then_idles_out_after_the_answer)
 		if (r > 0)
 			have += (size_t)r;
 	}
-	cr_assert_eq(have, n, "the response reaches the client");
-	cr_assert(!memcmp(got, frame, n));
+	cr_assert(eq(i64, (int64_t)(have), (int64_t)(n)), "the response reaches the client");
+	cr_assert_not(memcmp(got, frame, n));
 	run_until_closed(&f); /* nothing in flight any more */
 	cr_assert(eof(f.cl));
 	fixture_fini(&f);
@@ -166,7 +167,7 @@ Test(idle, held_response_is_never_closed)
 	struct proxy_entry *e = fetch_entry(&f, 5);
 	proxy_entry_set_state(f.c, e, PROXY_ENTRY_HELD); /* as the gate holds a Produce */
 	run_for(&f, 400);
-	cr_assert_eq(f.srv.nconns, 1, "closed while holding a response");
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(1)), "closed while holding a response");
 	cr_assert_not(eof(f.cl));
 	proxy_entry_free(f.c, e); /* the hold ended (answered) */
 	run_until_closed(&f);
@@ -181,9 +182,9 @@ Test(idle, decision_counts_busy_as_activity)
 	struct proxy_conn *c = f.c;
 	cr_assert_not(proxy_conn_busy(c));
 	c->last_io_ms = 1000;
-	cr_assert_eq(proxy_conn_idle_left(c, 100, 1040), 60);
-	cr_assert_eq(proxy_conn_idle_left(c, 100, 1100), 0);
-	cr_assert_eq(proxy_conn_idle_left(c, 100, 5000), 0);
+	cr_assert(eq(i64, (int64_t)(proxy_conn_idle_left(c, 100, 1040)), (int64_t)(60)));
+	cr_assert(eq(i64, (int64_t)(proxy_conn_idle_left(c, 100, 1100)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(proxy_conn_idle_left(c, 100, 5000)), (int64_t)(0)));
 
 	/* each busy condition, set then undone */
 	static const char *const cases[] = { "client output", "upstream output", "paused",
@@ -199,9 +200,9 @@ Test(idle, decision_counts_busy_as_activity)
 		}
 		c->last_io_ms = 1000;
 		cr_assert(proxy_conn_busy(c), "%s", cases[i]);
-		cr_assert_eq(proxy_conn_idle_left(c, 100, 9000), 100, "%s: closed while busy",
+		cr_assert(eq(i64, (int64_t)(proxy_conn_idle_left(c, 100, 9000)), (int64_t)(100)), "%s: closed while busy",
 			     cases[i]);
-		cr_assert_eq(c->last_io_ms, 9000, "%s: busy counts as activity", cases[i]);
+		cr_assert(eq(i64, (int64_t)(c->last_io_ms), (int64_t)(9000)), "%s: busy counts as activity", cases[i]);
 		switch (i) {
 		case 0: /* fall through: written out by the loop (the start of a
 			 * bufferevent's output is frozen to callers) */
@@ -217,7 +218,7 @@ Test(idle, decision_counts_busy_as_activity)
 		cr_assert_not(proxy_conn_busy(c), "%s undone", cases[i]);
 		c->last_io_ms = 9000; /* a write is client traffic: it stamped the real clock */
 		/* the full period again from the last busy check */
-		cr_assert_eq(proxy_conn_idle_left(c, 100, 9050), 50, "%s", cases[i]);
+		cr_assert(eq(i64, (int64_t)(proxy_conn_idle_left(c, 100, 9050)), (int64_t)(50)), "%s", cases[i]);
 	}
 	fixture_fini(&f);
 }
@@ -228,10 +229,10 @@ Test(idle, client_traffic_moves_the_deadline)
 	fixture_init(&f, 0);
 	f.c->last_io_ms = 1;
 	/* two bytes of a request header: read (not yet a frame), stamped */
-	cr_assert_eq(write(f.cl, "\0\0", 2), 2);
+	cr_assert(eq(i64, (int64_t)(write(f.cl, "\0\0", 2)), (int64_t)(2)));
 	for (int i = 0; i < 100 && f.c->last_io_ms == 1; i++)
 		event_base_loop(f.base, EVLOOP_NONBLOCK);
-	cr_assert_gt(f.c->last_io_ms, 1);
+	cr_assert(gt(i64, (int64_t)(f.c->last_io_ms), (int64_t)(1)));
 	fixture_fini(&f);
 }
 
@@ -244,9 +245,9 @@ Test(idle, idle_time_counts_from_the_last_answer)
 	struct proxy_entry *a = fetch_entry(&f, 1), *b = fetch_entry(&f, 2);
 	f.c->last_io_ms = 1;
 	proxy_entry_free(f.c, a);
-	cr_assert_eq(f.c->last_io_ms, 1, "still in flight: nothing to stamp");
+	cr_assert(eq(i64, (int64_t)(f.c->last_io_ms), (int64_t)(1)), "still in flight: nothing to stamp");
 	proxy_entry_free(f.c, b);
-	cr_assert_gt(f.c->last_io_ms, 1);
+	cr_assert(gt(i64, (int64_t)(f.c->last_io_ms), (int64_t)(1)));
 	fixture_fini(&f);
 }
 
@@ -256,9 +257,9 @@ Test(idle, reload_arms_and_disarms)
 	fixture_init(&f, 0);
 	cr_assert_not(event_pending(f.c->idle_ev, EV_TIMEOUT, NULL));
 	struct conf *on = load(60000);
-	cr_assert_eq(proxy_server_reconfigure(&f.srv, on), 0);
+	cr_assert(eq(i64, (int64_t)(proxy_server_reconfigure(&f.srv, on)), (int64_t)(0)));
 	cr_assert(event_pending(f.c->idle_ev, EV_TIMEOUT, NULL), "a reload that sets it arms it");
-	cr_assert_eq(proxy_server_reconfigure(&f.srv, f.conf), 0);
+	cr_assert(eq(i64, (int64_t)(proxy_server_reconfigure(&f.srv, f.conf)), (int64_t)(0)));
 	cr_assert_not(event_pending(f.c->idle_ev, EV_TIMEOUT, NULL), "0 disarms");
 	fixture_fini(&f);
 	conf_free(on);
