@@ -105,6 +105,7 @@ void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, siz
 	rx->cl_changed = false;
 	rx->cl_left = rx->cl_skip = rx->cl_owed = 0;
 	rx->cl_drop = false;
+	rx->cl_part = false;
 	rx->cl_records = rx->cl_bytes = 0;
 	if (scan)
 		codec_fetch_stream_init(&rx->fs, e->api_version);
@@ -223,9 +224,11 @@ static int rx_tail(struct proxy_conn *c, struct evbuffer *in)
 
 /* ---- the consumer clamp, as the frame passes (issue 14) ---------------------
  *
- * A clamped partition (proxy_clamp_stream_partition) gets HighWatermark and
- * LastStableOffset lowered in place, then its records are judged batch by
- * batch from their headers (codec_batch_peek: at most 61 bytes looked at,
+ * A clamped partition (proxy_clamp_stream_partition: every gated one, whatever
+ * its HighWatermark says — Kafka takes it before it reads the log, so batches
+ * at or past it may come along) gets HighWatermark and LastStableOffset
+ * lowered in place when above the mirrored HW, then its records are judged
+ * batch by batch from their headers (codec_batch_peek: at most 61 bytes looked at,
  * the rest moves as opaque bytes, spliced when it can). The frame's size
  * prefix is already on its way, so what is left out keeps its length:
  *  - the first batch left out: the Records length becomes 0 and the
@@ -301,6 +304,9 @@ static int cl_partition(struct proxy_conn *c, struct evbuffer *in, const struct 
 		rx->cl_changed = true;
 	}
 	rx->cl_keep_below = keep_below;
+	rx->cl_part = true;
+	rx->cl_hw = p->high_watermark;
+	rx->cl_end = -1;
 	rx->cl_left = records;
 	rx->cl_skip = 0;
 	rx->cl_drop = false;
@@ -389,6 +395,8 @@ static int cl_records(struct proxy_conn *c, struct evbuffer *in)
 	evbuffer_copyout(in, h, peek);
 	struct codec_batch_head b;
 	codec_batch_peek(h, peek, rx->cl_left, &b);
+	if (b.base >= 0 && b.last >= b.base && b.last + 1 > rx->cl_end)
+		rx->cl_end = b.last + 1;
 	if (!rx->cl_drop && codec_batch_kept(&b, rx->cl_keep_below)) {
 		rx->opaque = b.total;
 		rx->cl_left -= b.total;
@@ -865,6 +873,12 @@ int proxy_rx_pump(struct proxy_conn *c)
 			if (rc <= 0)
 				return rc;
 			continue;
+		}
+		if (rx->clamp && saved.stage == CODEC_STREAM_PART_END && rx->cl_part) {
+			const uint8_t *id;
+			const char *topic = cl_topic(rx, &id);
+			proxy_clamp_stream_partition_end(c, topic, id, rx->cl_hw, rx->cl_end, rx->cl_keep_below);
+			rx->cl_part = false;
 		}
 		if (rx->clamp && saved.stage == CODEC_STREAM_PART_END && rx->cl_owed > 0) {
 			if (cl_part_end(c, in, used) < 0)
