@@ -993,12 +993,11 @@ Test(proxy_stream, consumer_clamp_after_a_cut_buffers_and_holds_the_next_fetch)
 
 /*
  * A Fetch v12 response, topic "orders" partition 0 only: HighWatermark `hw`,
- * LastStableOffset `lso`, batches 10–19 and 20–29 of BIG bytes each (the
- * frame streams) — Kafka takes HW and LSO before it reads the log, so a
- * response may carry batches at or past its own HighWatermark.
+ * LastStableOffset `lso`, `n` batches of 10 records from offset 10 on, of
+ * `payload` bytes each (n * payload above 64 KiB: the frame streams).
  */
-#define BIG 150000
-static struct buf fetch12_past_own_hw(int32_t correlation_id, int64_t hw, int64_t lso, size_t *records_at)
+static struct buf fetch12_batches(int32_t correlation_id, int64_t hw, int64_t lso, int n, size_t payload,
+				  size_t *records_at)
 {
 	struct buf b = { 0 };
 	put32(&b, 0);
@@ -1018,8 +1017,10 @@ static struct buf fetch12_past_own_hw(int32_t correlation_id, int64_t hw, int64_
 	put8(&b, 0);     /* AbortedTransactions: null */
 	put32(&b, -1);
 	struct buf r = { 0 };
-	put_batch_n(&r, 10, 10, BIG);
-	put_batch_n(&r, 20, 10, BIG);
+	for (int i = 0; i < n; i++)
+		put_batch_n(&r, 10 + 10 * i, 10, payload);
+	cr_assert_geq(r.n + 1, 1u << 14);
+	cr_assert_lt(r.n + 1, 1u << 21);
 	putuv(&b, (uint32_t)r.n + 1); /* 3 bytes */
 	*records_at = b.n;
 	put(&b, r.p, r.n);
@@ -1029,6 +1030,15 @@ static struct buf fetch12_past_own_hw(int32_t correlation_id, int64_t hw, int64_
 	put8(&b, 0); /* top-level tags */
 	seal(&b);
 	return b;
+}
+
+/* Batches 10–19 and 20–29 of BIG bytes each — Kafka takes HW and LSO before
+ * it reads the log, so a response may carry batches at or past its own
+ * HighWatermark. */
+#define BIG 150000
+static struct buf fetch12_past_own_hw(int32_t correlation_id, int64_t hw, int64_t lso, size_t *records_at)
+{
+	return fetch12_batches(correlation_id, hw, lso, 2, BIG, records_at);
 }
 
 /* Whole batches a client can read in the client's copy of a fetch12_past_own_hw
@@ -1106,6 +1116,30 @@ Test(proxy_stream, consumer_clamp_every_batch_mirrored_streams_byte_for_byte)
 	cr_assert(!memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
 	cr_assert(!f.c->clamp_lagging);
 	cr_assert_gt(spliced_bytes(), spliced, "kept batches still move by splice(2)");
+	free(out.p);
+	pair_fini(&f);
+	free(frame.p);
+}
+
+Test(proxy_stream, consumer_clamp_small_kept_batches_still_move_by_splice)
+{
+	/* 40 batches of 4 KiB, each below the splice threshold on its own: the
+	 * next header is judged in the socket's buffer (recv MSG_PEEK), so the
+	 * kept batches go on in the kernel rather than through user space */
+	size_t at = 0;
+	struct buf frame = fetch12_batches(23, 410, 410, 40, 4096, &at);
+	struct fixture f;
+	clamp_fixture_at(&f, 410);
+	client_fetch12(&f, 23);
+	double spliced = spliced_bytes();
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
+	cr_assert(!f.c->clamp_lagging);
+	double records = 40.0 * (61 + 4096);
+	cr_assert_gt(spliced_bytes() - spliced, records / 2, "spliced %.0f of %.0f record bytes",
+		     spliced_bytes() - spliced, records);
 	free(out.p);
 	pair_fini(&f);
 	free(frame.p);
