@@ -229,9 +229,12 @@ static int rx_tail(struct proxy_conn *c, struct evbuffer *in)
  * its HighWatermark says — Kafka takes it before it reads the log, so batches
  * at or past it may come along) gets HighWatermark and LastStableOffset
  * lowered in place when above the mirrored HW, then its records are judged
- * batch by batch from their headers (codec_batch_peek: at most 61 bytes looked at,
- * the rest moves as opaque bytes, spliced when it can). The frame's size
- * prefix is already on its way, so what is left out keeps its length:
+ * batch by batch from their headers (codec_batch_peek: at most 61 bytes
+ * looked at, the rest moves as opaque bytes, spliced when it can — at a batch
+ * boundary with nothing in user space the next header is read from the
+ * socket with recv(MSG_PEEK), cl_peek_kept, so kept batches go on spliced).
+ * The frame's size prefix is already on its way, so what is left out keeps
+ * its length:
  *  - the first batch left out: the Records length becomes 0 and the
  *    partition's tagged fields grow by what was cut (codec_tags_grow: a
  *    filler field every client skips) — a consumer never gets a record
