@@ -843,12 +843,15 @@ struct codec_fetch_request_info {
 enum codec_err codec_fetch_request_info(const struct codec_iov *iov, int niov, int16_t version,
 					struct codec_fetch_request_info *out) CODEC_WUR;
 
-/** One clamped partition of a Fetch response. */
+/** One clamped (gated) partition of a Fetch response. */
 struct codec_fetch_clamp_part {
 	size_t topic;                 /* index into the response's topics */
 	int32_t partition;
 	int64_t broker_hw;            /* HighWatermark as the broker sent it */
 	int64_t mirrored_hw;          /* -1 unknown */
+	int64_t records_end;          /* one past the last offset of its last batch, -1 no batch:
+				       * the broker's HW when it read the log was at least this,
+				       * whatever HighWatermark says (taken before the read) */
 	int64_t wait_above;           /* last offset of the first batch left out, -1 none:
 				       * once the mirrored HW passes it, a new clamp gives records */
 	size_t kept_len;              /* record bytes kept (whole batches) */
@@ -877,14 +880,19 @@ void codec_batch_peek(const uint8_t *h, size_t avail, size_t left, struct codec_
 bool codec_batch_kept(const struct codec_batch_head *b, int64_t keep_below);
 /**
  * The clamp's rule for one partition (issue 14): given what `codec_clamp_fn`
- * said (`gated`, `mirrored_hw`, -1 unknown) and the broker's HighWatermark
- * and LogStartOffset, returns whether the partition is clamped; then
- * HighWatermark/LastStableOffset come down to *limit (the log start while
- * the mirrored HW is unknown) and only batches whose last offset is below
- * *keep_below (-1: none) are kept.
+ * said (`gated`, `mirrored_hw`, -1 unknown) and the broker's LogStartOffset,
+ * returns whether the partition is clamped — every gated one is; then
+ * HighWatermark/LastStableOffset above *limit come down to it (the log start
+ * while the mirrored HW is unknown) and a batch is kept only if its last
+ * offset is below *keep_below (-1: none is), judged batch by batch whatever
+ * the response's HighWatermark and LastStableOffset say: Kafka takes them
+ * before it reads the log, and the read goes up to the HW (LSO) of its own
+ * moment, so a response may carry batches at or past its own HighWatermark.
+ * A gated partition whose batches all lie below the mirrored HW (and whose
+ * HW/LSO are not above it) gets no edit.
  */
-bool codec_fetch_clamp_limit(int gated, int64_t mirrored_hw, int64_t high_watermark,
-			     int64_t log_start_offset, int64_t *limit, int64_t *keep_below);
+bool codec_fetch_clamp_limit(int gated, int64_t mirrored_hw, int64_t log_start_offset,
+			     int64_t *limit, int64_t *keep_below);
 
 /** Result of a Fetch clamp: edits and figures. Free with codec_fetch_clamp_free(). */
 struct codec_fetch_clamp {
@@ -892,11 +900,11 @@ struct codec_fetch_clamp {
 	char **topic_names;           /* v4–v12 */
 	uint8_t (*topic_ids)[16];     /* v13+ */
 	size_t ntopics;
-	struct codec_fetch_clamp_part *parts; /* clamped partitions (the callback said 1 and
-					       * the broker HW is above the mirrored HW) */
+	struct codec_fetch_clamp_part *parts; /* clamped partitions: the callback said 1 */
 	size_t nparts;
 	size_t batches_kept, batches_dropped;  /* over the clamped partitions */
-	size_t record_bytes_left;     /* record bytes in the clamped response, every partition */
+	size_t record_bytes_left;     /* record bytes in the clamped response, every partition
+				       * (those not gated or with an error as they are) */
 	int64_t records_dropped, bytes_dropped;
 };
 
@@ -906,8 +914,10 @@ struct codec_fetch_clamp {
  * become at most the mirrored HW (the log start offset while it is unknown),
  * and the record batches whose last offset is ≥ it are left out — whole
  * batches from the first such one on, by editing the Records length prefix
- * (int32; uvarint(len+1) when flexible) and cutting the tail. A batch cut
- * short by the broker (the last one) is judged by its header when readable.
+ * (int32; uvarint(len+1) when flexible) and cutting the tail. Every batch of
+ * such a partition is judged, even when its HighWatermark is not above the
+ * mirrored HW (codec_fetch_clamp_limit). A batch cut short by the broker
+ * (the last one) is judged by its header when readable.
  * No record byte is copied. Free `out` whatever the result.
  */
 enum codec_err codec_fetch_response_clamp(const struct codec_iov *iov, int niov, int16_t version,

@@ -7,7 +7,9 @@
  * (codec_edits) — HighWatermark and LastStableOffset overwritten, a
  * partition's Records length prefix rewritten (int32, or uvarint(len+1) in
  * flexible versions, whose size may change) and the tail of its record set
- * cut at a batch boundary. Everything else (AbortedTransactions,
+ * cut at a batch boundary. Every batch of a gated partition is judged by its
+ * header, whatever the partition's HighWatermark says (codec_fetch_clamp_limit).
+ * Everything else (AbortedTransactions,
  * PreferredReadReplica, DivergingEpoch, CurrentLeader, SnapshotId,
  * NodeEndpoints and unknown tagged fields) stays byte for byte.
  */
@@ -256,7 +258,7 @@ bool codec_batch_kept(const struct codec_batch_head *b, int64_t keep_below)
 /*
  * Walk a record set [off, off+len): batches whose last offset is below
  * `limit` (limit < 0: none) are kept, from the first one that is not, all
- * are dropped. Sets the kept length and the drop figures in `p`.
+ * are dropped. Sets the kept length, the drop figures and records_end in `p`.
  */
 static void walk_records(const struct codec_reader *r, size_t off, size_t len, int64_t limit,
 			 struct codec_fetch_clamp_part *p)
@@ -271,6 +273,8 @@ static void walk_records(const struct codec_reader *r, size_t off, size_t len, i
 		peek(r, off + pos, h, avail);
 		struct codec_batch_head b;
 		codec_batch_peek(h, avail, left, &b);
+		if (b.base >= 0 && b.last >= b.base && b.last + 1 > p->records_end)
+			p->records_end = b.last + 1;
 		if (!dropping && codec_batch_kept(&b, limit)) {
 			p->kept_len = pos + b.total;
 			p->batches_kept++;
@@ -289,14 +293,15 @@ static void walk_records(const struct codec_reader *r, size_t off, size_t len, i
 		p->bytes_dropped = (int64_t)(len - p->kept_len);
 }
 
-bool codec_fetch_clamp_limit(int gated, int64_t mirrored_hw, int64_t high_watermark,
-			     int64_t log_start_offset, int64_t *limit, int64_t *keep_below)
+bool codec_fetch_clamp_limit(int gated, int64_t mirrored_hw, int64_t log_start_offset,
+			     int64_t *limit, int64_t *keep_below)
 {
 	/* unknown progress: nothing is known mirrored; the log start is */
 	*limit = mirrored_hw >= 0 ? mirrored_hw : (log_start_offset > 0 ? log_start_offset : 0);
 	*keep_below = mirrored_hw >= 0 ? mirrored_hw : -1;
-	/* not gated, or every record the broker can serve is mirrored: untouched */
-	return gated > 0 && !(mirrored_hw >= 0 && high_watermark >= 0 && *limit >= high_watermark);
+	/* a HighWatermark at or below the mirrored HW proves nothing about the
+	 * batches (taken before the read): every gated partition is judged */
+	return gated > 0;
 }
 
 static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
@@ -328,7 +333,7 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 	}
 	int64_t mhw = -1, limit, keep_below;
 	int gated = c->fn(c->fn_ctx, c->name, c->id, PartitionIndex, &mhw);
-	if (!codec_fetch_clamp_limit(gated, mhw, HighWatermark, LogStartOffset, &limit, &keep_below)) {
+	if (!codec_fetch_clamp_limit(gated, mhw, LogStartOffset, &limit, &keep_below)) {
 		o->record_bytes_left += blob;
 		return;
 	}
@@ -338,6 +343,7 @@ static void clamp_partition(struct codec_reader *r, struct clamp_ctx *c)
 	p->partition = PartitionIndex;
 	p->broker_hw = HighWatermark;
 	p->mirrored_hw = mhw;
+	p->records_end = -1;
 	p->wait_above = -1;
 	if (HighWatermark > limit)
 		edit_i64(r, &o->edits, hw_off, limit);

@@ -6,7 +6,10 @@
  * touched), ListOffsets and OffsetForLeaderEpoch response is clamped to the
  * mirrored high watermark of each gated partition (mirror_gate_mirrored_hw):
  * HighWatermark/LastStableOffset/offsets above it come down to it, record
- * batches at or past it are left out whole. The frame is rebuilt by moving
+ * batches at or past it are left out whole — every batch of a gated
+ * partition is judged, even when the response's own HighWatermark is not
+ * above the mirrored HW (Kafka takes it before it reads the log, so a
+ * response may carry batches at or past it). The frame is rebuilt by moving
  * the broker's buffer segments around a few rewritten header fields
  * (codec_edits): no record is copied or re-encoded.
  *
@@ -106,10 +109,19 @@ static void clamp_metrics_init(void)
 			      "consumers.exempt_principals.", "", NULL, 0);
 }
 
-/* Clamp distance (broker HW − mirrored HW) of the last clamped answer, per topic. */
-static void set_distance(const char *topic, int64_t broker_hw, int64_t mhw)
+/*
+ * Clamp distance (broker HW − mirrored HW) of a clamped partition, per
+ * topic: the broker HW is at least `records_end` (one past the last offset
+ * it returned, -1 none) whatever its HighWatermark said, since Kafka takes
+ * that before it reads the log. Set only when there is a distance (as before
+ * the partition was judged at all), so a partition whose batches are all
+ * mirrored costs no metric lookup.
+ */
+static void set_distance(const char *topic, int64_t broker_hw, int64_t records_end, int64_t mhw)
 {
-	if (!topic || broker_hw < 0)
+	if (records_end > broker_hw)
+		broker_hw = records_end;
+	if (!topic || broker_hw < 0 || (mhw >= 0 && broker_hw <= mhw))
 		return;
 	char t[300], labels[320];
 	metric_label_escape(t, sizeof(t), topic);
@@ -118,7 +130,7 @@ static void set_distance(const char *topic, int64_t broker_hw, int64_t mhw)
 				      "Broker high watermark minus mirrored high watermark in the last "
 				      "clamped consumer Fetch of a partition of the topic (records a "
 				      "consumer cannot see yet).", labels, NULL, 0);
-	metric_set(m, (double)(mhw >= 0 && broker_hw > mhw ? broker_hw - mhw : (mhw < 0 ? broker_hw : 0)));
+	metric_set(m, (double)(mhw >= 0 ? broker_hw - mhw : broker_hw));
 }
 
 /* ---- which requests -------------------------------------------------- */
@@ -445,7 +457,7 @@ static void count_clamp(const struct codec_fetch_clamp *fc, struct proxy_conn *c
 		const char *name = fc->topic_names[p->topic];
 		if (!name)
 			name = proxy_topic_ids_name(c->srv->topic_ids, fc->topic_ids[p->topic]);
-		set_distance(name, p->broker_hw, p->mirrored_hw);
+		set_distance(name, p->broker_hw, p->records_end, p->mirrored_hw);
 	}
 }
 
@@ -670,13 +682,15 @@ bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const
 		return false; /* broker errors pass unchanged */
 	int64_t mhw = -1;
 	int gated = clamp_hw_fn(c, topic, topic_id, p->partition, &mhw);
-	if (!codec_fetch_clamp_limit(gated, mhw, p->high_watermark, p->log_start_offset, limit,
-				     keep_below))
-		return false;
+	return codec_fetch_clamp_limit(gated, mhw, p->log_start_offset, limit, keep_below);
+}
+
+void proxy_clamp_stream_partition_end(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
+				      int64_t broker_hw, int64_t records_end, int64_t keep_below)
+{
 	if (!topic && topic_id)
 		topic = proxy_topic_ids_name(c->srv->topic_ids, topic_id);
-	set_distance(topic, p->high_watermark, mhw);
-	return true;
+	set_distance(topic, broker_hw, records_end, keep_below);
 }
 
 void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records, int64_t bytes)

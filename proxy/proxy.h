@@ -178,6 +178,9 @@ struct proxy_rx {
 	bool cl_changed;               /* something was rewritten or left out */
 	char cl_topic[256];            /* the current topic (v12; TopicId in fs for v13+) */
 	int64_t cl_keep_below;         /* the current partition keeps batches whose last offset is below */
+	bool cl_part;                  /* the current partition is clamped (judged batch by batch) */
+	int64_t cl_hw;                 /* its HighWatermark as the broker sent it */
+	int64_t cl_end;                /* one past the last offset of its batches seen, -1 none */
 	size_t cl_left;                /* its record bytes not judged yet (walked batch by batch) */
 	size_t cl_skip;                /* of those, bytes of the batch being left out not drained yet */
 	bool cl_drop;                  /* the rest of its records is left out */
@@ -541,13 +544,22 @@ int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evb
 bool proxy_clamp_streams(const struct proxy_entry *e);
 /**
  * A streamed clamped Fetch response reached partition `p` of topic `topic`
- * (name, or NULL and `topic_id`): returns whether it is clamped, with
+ * (name, or NULL and `topic_id`): returns whether it is clamped — gated:
+ * then every batch is judged, whatever its HighWatermark says — with
  * *limit (HighWatermark/LastStableOffset at most) and *keep_below (batches
  * whose last offset is below are kept; -1 none) — codec_fetch_clamp_limit().
  */
 bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
 				  const struct codec_fetch_stream_part *p, int64_t *limit,
 				  int64_t *keep_below);
+/**
+ * The records of a clamped partition of a streamed Fetch response are
+ * judged: its HighWatermark as the broker sent it, `records_end` one past
+ * the last offset of its batches (-1 none), `keep_below` as
+ * proxy_clamp_stream_partition() gave it. For the clamp distance metric.
+ */
+void proxy_clamp_stream_partition_end(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
+				      int64_t broker_hw, int64_t records_end, int64_t keep_below);
 /**
  * A streamed clamped Fetch response is through: `changed` whether anything
  * was rewritten, `records`/`bytes` left out of it (metrics; a response that

@@ -33,6 +33,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -105,6 +106,7 @@ void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, siz
 	rx->cl_changed = false;
 	rx->cl_left = rx->cl_skip = rx->cl_owed = 0;
 	rx->cl_drop = false;
+	rx->cl_part = false;
 	rx->cl_records = rx->cl_bytes = 0;
 	if (scan)
 		codec_fetch_stream_init(&rx->fs, e->api_version);
@@ -223,11 +225,16 @@ static int rx_tail(struct proxy_conn *c, struct evbuffer *in)
 
 /* ---- the consumer clamp, as the frame passes (issue 14) ---------------------
  *
- * A clamped partition (proxy_clamp_stream_partition) gets HighWatermark and
- * LastStableOffset lowered in place, then its records are judged batch by
- * batch from their headers (codec_batch_peek: at most 61 bytes looked at,
- * the rest moves as opaque bytes, spliced when it can). The frame's size
- * prefix is already on its way, so what is left out keeps its length:
+ * A clamped partition (proxy_clamp_stream_partition: every gated one, whatever
+ * its HighWatermark says — Kafka takes it before it reads the log, so batches
+ * at or past it may come along) gets HighWatermark and LastStableOffset
+ * lowered in place when above the mirrored HW, then its records are judged
+ * batch by batch from their headers (codec_batch_peek: at most 61 bytes
+ * looked at, the rest moves as opaque bytes, spliced when it can — at a batch
+ * boundary with nothing in user space the next header is read from the
+ * socket with recv(MSG_PEEK), cl_peek_kept, so kept batches go on spliced).
+ * The frame's size prefix is already on its way, so what is left out keeps
+ * its length:
  *  - the first batch left out: the Records length becomes 0 and the
  *    partition's tagged fields grow by what was cut (codec_tags_grow: a
  *    filler field every client skips) — a consumer never gets a record
@@ -301,6 +308,9 @@ static int cl_partition(struct proxy_conn *c, struct evbuffer *in, const struct 
 		rx->cl_changed = true;
 	}
 	rx->cl_keep_below = keep_below;
+	rx->cl_part = true;
+	rx->cl_hw = p->high_watermark;
+	rx->cl_end = -1;
 	rx->cl_left = records;
 	rx->cl_skip = 0;
 	rx->cl_drop = false;
@@ -365,6 +375,13 @@ static void cl_mask(struct proxy_conn *c, const uint8_t *h, size_t left)
 		proxy_entry_queue(c, c->rx.e, left);
 }
 
+/* Batch `b` of the current partition was seen: one past its last offset. */
+static void cl_note_end(struct proxy_rx *rx, const struct codec_batch_head *b)
+{
+	if (b->base >= 0 && b->last >= b->base && b->last + 1 > rx->cl_end)
+		rx->cl_end = b->last + 1;
+}
+
 /* The records of a clamped partition: judge the next batch, or drain what is
  * left out. Returns 1 on progress, 0 to wait for bytes. */
 static int cl_records(struct proxy_conn *c, struct evbuffer *in)
@@ -389,6 +406,7 @@ static int cl_records(struct proxy_conn *c, struct evbuffer *in)
 	evbuffer_copyout(in, h, peek);
 	struct codec_batch_head b;
 	codec_batch_peek(h, peek, rx->cl_left, &b);
+	cl_note_end(rx, &b);
 	if (!rx->cl_drop && codec_batch_kept(&b, rx->cl_keep_below)) {
 		rx->opaque = b.total;
 		rx->cl_left -= b.total;
@@ -408,6 +426,36 @@ static int cl_records(struct proxy_conn *c, struct evbuffer *in)
 		rx->cl_records += b.records;
 	rx->cl_skip = b.total;
 	return 1;
+}
+
+/*
+ * At a batch boundary of a clamped partition with nothing of the frame in
+ * user space (the upstream input empty, or splicing): the next batch header
+ * read from the plaintext upstream socket without taking it (recv MSG_PEEK,
+ * at most 61 bytes); a kept batch becomes an opaque run, so kept batches go
+ * on socket → pipe → client in the kernel, judged by their headers only.
+ * False, nothing changed, when the header is not all there yet or the batch
+ * is left out: cl_records() judges it once the bufferevent has read it.
+ */
+static bool cl_peek_kept(struct proxy_conn *c)
+{
+	struct proxy_rx *rx = &c->rx;
+	if (!rx->clamp || rx->cl_left == 0 || rx->cl_drop || rx->cl_skip > 0 || rx->opaque > 0 ||
+	    c->srv->upstream_tls || c->srv->client_tls || !c->upstream || !c->upstream_up)
+		return false;
+	size_t peek = rx->cl_left < CODEC_BATCH_PEEK ? rx->cl_left : CODEC_BATCH_PEEK;
+	uint8_t h[CODEC_BATCH_PEEK];
+	ssize_t n = recv(bufferevent_getfd(c->upstream), h, peek, MSG_PEEK | MSG_DONTWAIT);
+	if (n < 0 || (size_t)n < peek)
+		return false;
+	struct codec_batch_head b;
+	codec_batch_peek(h, peek, rx->cl_left, &b);
+	if (!codec_batch_kept(&b, rx->cl_keep_below))
+		return false;
+	cl_note_end(rx, &b);
+	rx->opaque = b.total;
+	rx->cl_left -= b.total;
+	return true;
 }
 
 /* A PART_END unit of `used` bytes at the head of `in` after a partition that
@@ -460,6 +508,14 @@ static bool st_paused(struct proxy_conn *c, struct proxy_rx *st)
 	return st == &c->rx ? c->upstream_paused : c->client_paused;
 }
 
+/* Opaque bytes that may move in the kernel from here: the run, and in a
+ * clamped partition its record bytes after it (kept batches go on spliced,
+ * judged in the socket's buffer: cl_peek_kept). */
+static size_t splice_run_len(struct proxy_conn *c, const struct proxy_rx *st)
+{
+	return st->opaque + (st == &c->rx && st->clamp && !st->cl_drop ? st->cl_left : 0);
+}
+
 /*
  * The destination still has bytes to write (what was copied before): stop
  * reading the source until they are written, then splice the rest — else a
@@ -468,7 +524,7 @@ static bool st_paused(struct proxy_conn *c, struct proxy_rx *st)
 static bool splice_wait_drain(struct proxy_conn *c, struct proxy_rx *st)
 {
 	if (c->srv->client_tls || c->srv->upstream_tls || !c->client || !c->upstream ||
-	    !c->upstream_up || st->opaque < 4 * SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
+	    !c->upstream_up || splice_run_len(c, st) < 4 * SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
 		return false;
 	if (st == &c->rx && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
 		return false;
@@ -496,7 +552,7 @@ static void splice_wait_end(struct proxy_conn *c, struct proxy_rx *st)
 static bool splice_possible(struct proxy_conn *c, struct proxy_rx *st)
 {
 	if (c->srv->client_tls || c->srv->upstream_tls || !c->client || !c->upstream ||
-	    !c->upstream_up || st->opaque < SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
+	    !c->upstream_up || splice_run_len(c, st) < SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
 		return false;
 	if (st == &c->rx && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
 		return false;
@@ -572,7 +628,8 @@ static int splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 	bool rx = st == &c->rx;
 	int src = bufferevent_getfd(st_src(c, st)), dst = bufferevent_getfd(st_dst(c, st));
 	for (;;) {
-		bool progress = false;
+		/* at a kept batch's end: the next one judged in the kernel's buffer */
+		bool progress = rx && st->opaque == 0 && cl_peek_kept(c);
 		if (st->opaque > 0 && st->in_pipe < st->pipe_cap) {
 			size_t want = st->opaque < st->pipe_cap - st->in_pipe ? st->opaque
 									     : st->pipe_cap - st->in_pipe;
@@ -810,8 +867,12 @@ int proxy_rx_pump(struct proxy_conn *c)
 			}
 			/* copying: move record bytes in runs of COALESCE at least (or
 			 * the rest of the run), not a few KiB per wake-up — each move is
-			 * a write (a TLS record) and two epoll_ctl on the client side */
-			if (avail < COALESCE && avail < rx->opaque && !st_paused(c, rx))
+			 * a write (a TLS record) and two epoll_ctl on the client side;
+			 * but in a clamped partition's kept batches what is here goes at
+			 * once, so that the batches after it are spliced (cl_peek_kept) */
+			if (avail < COALESCE && avail < rx->opaque && !st_paused(c, rx) &&
+			    !(rx->clamp && splice_run_len(c, rx) >= SPLICE_MIN && !c->srv->client_tls &&
+			      !c->srv->upstream_tls))
 				return 0;
 			size_t n = avail < rx->opaque ? avail : rx->opaque;
 			rx_move(c, in, n);
@@ -825,6 +886,8 @@ int proxy_rx_pump(struct proxy_conn *c)
 			continue;
 		}
 		if (rx->cl_left > 0) {
+			if (avail == 0 && cl_peek_kept(c))
+				continue; /* a kept batch: an opaque run, spliced when it can be */
 			if (cl_records(c, in) == 0)
 				return 0;
 			continue;
@@ -865,6 +928,12 @@ int proxy_rx_pump(struct proxy_conn *c)
 			if (rc <= 0)
 				return rc;
 			continue;
+		}
+		if (rx->clamp && saved.stage == CODEC_STREAM_PART_END && rx->cl_part) {
+			const uint8_t *id;
+			const char *topic = cl_topic(rx, &id);
+			proxy_clamp_stream_partition_end(c, topic, id, rx->cl_hw, rx->cl_end, rx->cl_keep_below);
+			rx->cl_part = false;
 		}
 		if (rx->clamp && saved.stage == CODEC_STREAM_PART_END && rx->cl_owed > 0) {
 			if (cl_part_end(c, in, used) < 0)

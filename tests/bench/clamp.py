@@ -11,6 +11,8 @@ alternating rounds by Kafka's ConsumerPerformance:
   direct  the broker
   clamp   syncgate, the topic SYNC on the mirror, consumers.clamp: clamp (default)
   pass    syncgate, the same, consumers.clamp: pass
+  base    with --base-bin: `clamp` run by another syncgate binary (a build
+          before a change), for a before/after comparison on the same data
 
 Then end-to-end latency (--latency-s, 0 skips it): records produced with
 acks=all at --rate per second, each stamped with its send time, read back
@@ -23,6 +25,7 @@ Prints medians and ratios; never fails on time. Results go to docs/benchmarks.md
 by hand, with the machine load (printed at start and end).
 
     SG_STATE_HOME=/tmp/syncgate-bench /usr/bin/python3 tests/bench/clamp.py [--mb 200] [--rounds 3]
+        [--base-bin /path/to/old/syncgate]
 """
 
 from __future__ import annotations
@@ -96,6 +99,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--rate", type=int, default=200, help="records/s of the latency phase (default 200)")
     ap.add_argument("--latency-s", type=float, default=15, help="seconds per latency round (0: skip)")
+    ap.add_argument("--base-bin", help="another syncgate binary measured as target `base` (clamp)")
     a = ap.parse_args()
     log(f"start: {os.cpu_count()} cores, load average {loadavg()}")
     bed = KafkaBed()
@@ -110,6 +114,9 @@ def main():
                   "sync_topics": [topic]}
         sgs = {"clamp": SG(bed, "sg-clamp", src, mirrors=[mirror], extra={"consumers": {"clamp": "clamp"}}),
                "pass": SG(bed, "sg-pass", src, mirrors=[mirror], extra={"consumers": {"clamp": "pass"}})}
+        if a.base_bin:
+            sgs["base"] = SG(bed, "sg-base", src, mirrors=[mirror], binary=a.base_bin,
+                             extra={"consumers": {"clamp": "clamp"}})
         for sg in sgs.values():
             sg.wait_sync("dr", topic)
         log(f"filling {topic}: {n} records of 1 KiB, acks=1, direct")
@@ -119,11 +126,13 @@ def main():
                    timeout=600, interval=1, what="the mirror has every record")
         time.sleep(3)  # syncgate's background progress round (once a second) sees the end
         targets = {"direct": src.bootstrap, "clamp": sgs["clamp"].bootstrap, "pass": sgs["pass"].bootstrap}
+        if a.base_bin:
+            targets["base"] = sgs["base"].bootstrap
         runs = {t: [] for t in targets}
         clamped0 = sgs["clamp"].metric("syncgate_consumer_responses_clamped_total")
         withheld0 = sgs["clamp"].metric("syncgate_consumer_records_withheld_total")
         for r in range(a.rounds):
-            order = list(targets)[r % 3:] + list(targets)[:r % 3]
+            order = list(targets)[r % len(targets):] + list(targets)[:r % len(targets)]
             for t in order:
                 pid = sgs[t].pid if t in sgs else None
                 c0 = cpu_seconds(pid) if pid else 0.0
@@ -143,10 +152,16 @@ def main():
                   + (f"  syncgate CPU {cpu:.2f} s/GB" if cpu is not None else "")
                   + f"  rounds {[x['fetch_mb_s'] for x in runs[t]]}")
         print(f"  clamp / pass: {rnd(med([x['fetch_mb_s'] for x in runs['clamp']]) / med([x['fetch_mb_s'] for x in runs['pass']]))}")
+        if a.base_bin:
+            print(f"  clamp / base: {rnd(med([x['fetch_mb_s'] for x in runs['clamp']]) / med([x['fetch_mb_s'] for x in runs['base']]))}"
+                  f"  (base: {a.base_bin})")
         print(f"  clamp syncgate: {fetches:.0f} consumer fetches, "
               f"{sgs['clamp'].metric('syncgate_consumer_fetches_streamed_total'):.0f} clamped as they streamed, "
               f"{sgs['clamp'].metric('syncgate_consumer_responses_clamped_total') - clamped0:.0f} responses changed, "
               f"{sgs['clamp'].metric('syncgate_consumer_records_withheld_total') - withheld0:.0f} records withheld")
+        for t in sgs:
+            print(f"  {t} syncgate: {sgs[t].metric('syncgate_spliced_bytes_total') / 2**20:.0f} MiB spliced "
+                  f"(socket to socket in the kernel)")
         if a.latency_s > 0:
             lat = {"direct": [], "clamp": []}
             for r in range(a.rounds):

@@ -310,6 +310,83 @@ Test(codec, fetch_clamp_no_change_when_mirrored_or_not_gated)
 	}
 }
 
+/*
+ * Kafka takes a Fetch response's HighWatermark and LastStableOffset before it
+ * reads the log, and the read goes up to the HW (LSO) of its own moment: a
+ * response may carry batches at or past its own HighWatermark. Two batches,
+ * 10–19 and 20–29, under `hw`/`lso`, clamped at `mhw`: returns the clamped
+ * body's partition 0 records length, with its HW and LSO.
+ */
+static size_t clamp_past_own_hw(int16_t v, int64_t hw, int64_t lso, int64_t mhw, int64_t *out_hw,
+				int64_t *out_lso, struct codec_fetch_clamp *fc)
+{
+	static const struct batch_spec two[] = {{10, 10, 0x0000, 60}, {20, 10, 0x0010, 60}};
+	struct codec_buf blob, body;
+	records_blob(&blob, two, 2);
+	fetch_body(&body, v, hw, lso, &blob);
+	struct codec_iov iov = {body.data, body.len};
+	struct hw_ctx h = {mhw, 1, 0};
+	cr_assert_eq(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, fc), CODEC_OK, "v%d", v);
+	size_t len;
+	uint8_t *out = apply_edits(body.data, body.len, &fc->edits, &len);
+	struct codec_slice rec = p0_records(out, len, v, out_hw, out_lso);
+	/* what is kept is the broker's bytes, from the start */
+	cr_assert(memcmp(out + rec.off, blob.data, (size_t)rec.len) == 0);
+	free(out);
+	codec_buf_free(&blob);
+	codec_buf_free(&body);
+	return (size_t)rec.len;
+}
+
+Test(codec, fetch_clamp_judges_batches_past_the_response_own_high_watermark)
+{
+	for (int16_t v = 4; v <= 18; v++) {
+		/* HighWatermark 20 = mirrored HW 20, yet batch 20–29 came along */
+		struct codec_fetch_clamp fc;
+		int64_t hw, lso;
+		size_t kept = clamp_past_own_hw(v, 20, 20, 20, &hw, &lso, &fc);
+		cr_assert_eq(kept, BATCH_SIZE, "v%d: batch 20–29 is past the mirrored HW: left out", v);
+		cr_assert_eq(hw, 20);
+		cr_assert_eq(lso, 20);
+		cr_assert_eq(fc.nparts, 1);
+		cr_assert_eq(fc.parts[0].batches_kept, 1);
+		cr_assert_eq(fc.parts[0].batches_dropped, 1);
+		cr_assert_eq(fc.records_dropped, 10);
+		cr_assert_eq(fc.bytes_dropped, (int64_t)BATCH_SIZE);
+		cr_assert_eq(fc.record_bytes_left, BATCH_SIZE);
+		cr_assert_eq(fc.parts[0].wait_above, 29, "held until the mirrored HW passes 29");
+		cr_assert_eq(fc.parts[0].records_end, 30, "the broker had read up to 30");
+		codec_fetch_clamp_free(&fc);
+		/* nothing at all mirrored past 15 while the response says 10: left out too */
+		kept = clamp_past_own_hw(v, 10, 10, 15, &hw, &lso, &fc);
+		cr_assert_eq(kept, 0, "v%d", v);
+		cr_assert_eq(fc.record_bytes_left, 0);
+		codec_fetch_clamp_free(&fc);
+	}
+}
+
+Test(codec, fetch_clamp_judges_batches_past_the_response_own_last_stable_offset)
+{
+	for (int16_t v = 4; v <= 18; v++) {
+		/* read_committed: LastStableOffset 15 below both batches' ends, HW 20 =
+		 * mirrored HW; the read went to a later LSO of 30 */
+		struct codec_fetch_clamp fc;
+		int64_t hw, lso;
+		size_t kept = clamp_past_own_hw(v, 20, 15, 20, &hw, &lso, &fc);
+		cr_assert_eq(kept, BATCH_SIZE, "v%d: batch 20–29 is past the mirrored HW: left out", v);
+		cr_assert_eq(hw, 20);
+		cr_assert_eq(lso, 15, "the broker's LSO below the mirrored HW stays");
+		cr_assert_eq(fc.parts[0].batches_dropped, 1);
+		codec_fetch_clamp_free(&fc);
+		/* mirrored up to 30: both batches are mirrored, the response byte for byte */
+		kept = clamp_past_own_hw(v, 20, 15, 30, &hw, &lso, &fc);
+		cr_assert_eq(kept, 2 * BATCH_SIZE);
+		cr_assert_eq(fc.edits.n, 0, "v%d: every batch below the mirrored HW: no edit", v);
+		cr_assert_eq(fc.record_bytes_left, 2 * BATCH_SIZE);
+		codec_fetch_clamp_free(&fc);
+	}
+}
+
 Test(codec, fetch_clamp_flexible_length_shrinks_its_varint)
 {
 	/* 3 batches of 121 bytes: 363 → 2-byte uvarint; 1 kept: 121+1 = 122 → 1 byte */

@@ -721,24 +721,30 @@ static const char *clamp_yaml =
 #define STEP 10       /* records per batch */
 #define PAYLOAD 1200  /* bytes per batch after its 61-byte header */
 
-/* A RecordBatch v2 header (61 bytes) and PAYLOAD pattern bytes. */
-static void put_batch(struct buf *b, int64_t base)
+/* A RecordBatch v2 header (61 bytes) of `count` records and `payload` pattern bytes. */
+static void put_batch_n(struct buf *b, int64_t base, int32_t count, size_t payload)
 {
 	put64(b, base);
-	put32(b, 49 + PAYLOAD);   /* batchLength */
+	put32(b, (int32_t)(49 + payload)); /* batchLength */
 	put32(b, 5);              /* partitionLeaderEpoch */
 	put8(b, 2);               /* magic */
 	put32(b, 0x12345678);     /* crc */
 	put16(b, 0);              /* attributes */
-	put32(b, STEP - 1);       /* lastOffsetDelta */
+	put32(b, count - 1);      /* lastOffsetDelta */
 	put64(b, 1000);
 	put64(b, 2000);
 	put64(b, -1);
 	put16(b, 0);
 	put32(b, 0);
-	put32(b, STEP);           /* recordsCount */
-	for (size_t i = 0; i < PAYLOAD; i++)
+	put32(b, count);          /* recordsCount */
+	for (size_t i = 0; i < payload; i++)
 		put8(b, (uint8_t)(base + (int64_t)i));
+}
+
+/* A batch of STEP records and PAYLOAD bytes. */
+static void put_batch(struct buf *b, int64_t base)
+{
+	put_batch_n(b, base, STEP, PAYLOAD);
 }
 
 /*
@@ -841,8 +847,8 @@ static void client_fetch12(struct fixture *f, int32_t correlation_id)
 }
 
 /* The pair, with a gate (freed by pair_fini) where orders[0..1] are SYNC on
- * mirror dr with progress MHW. */
-static void clamp_fixture(struct fixture *f)
+ * mirror dr with progress `mhw`. */
+static void clamp_fixture_at(struct fixture *f, int64_t mhw_want)
 {
 	pair_init(f, clamp_yaml);
 	struct mirror_gate *g = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
@@ -851,7 +857,7 @@ static void clamp_fixture(struct fixture *f)
 	for (int p = 0; p < 2; p++) {
 		struct mirror_report r = {
 			.mirror = "dr", .topic = "orders", .partition = p, .npartitions = 2,
-			.progress = MHW, .source_hw = MHW, .isr = 3, .min_isr = 2,
+			.progress = mhw_want, .source_hw = mhw_want, .isr = 3, .min_isr = 2,
 		};
 		cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
 		for (int i = 0; i < 4; i++)
@@ -859,7 +865,12 @@ static void clamp_fixture(struct fixture *f)
 	}
 	int64_t mhw = -1;
 	cr_assert_eq(mirror_gate_mirrored_hw(g, "orders", 0, &mhw), 1);
-	cr_assert_eq(mhw, MHW);
+	cr_assert_eq(mhw, mhw_want);
+}
+
+static void clamp_fixture(struct fixture *f)
+{
+	clamp_fixture_at(f, MHW);
 }
 
 /* Walk the client's copy: both partitions clamped, every whole batch below MHW. */
@@ -975,6 +986,160 @@ Test(proxy_stream, consumer_clamp_after_a_cut_buffers_and_holds_the_next_fetch)
 	struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
 	cr_assert(e && e->clamp);
 	cr_assert(!proxy_clamp_streams(e));
+	free(out.p);
+	pair_fini(&f);
+	free(frame.p);
+}
+
+/*
+ * A Fetch v12 response, topic "orders" partition 0 only: HighWatermark `hw`,
+ * LastStableOffset `lso`, `n` batches of 10 records from offset 10 on, of
+ * `payload` bytes each (n * payload above 64 KiB: the frame streams).
+ */
+static struct buf fetch12_batches(int32_t correlation_id, int64_t hw, int64_t lso, int n, size_t payload,
+				  size_t *records_at)
+{
+	struct buf b = { 0 };
+	put32(&b, 0);
+	put32(&b, correlation_id);
+	put8(&b, 0);
+	put32(&b, 0);
+	put16(&b, 0);
+	put32(&b, 7);
+	putuv(&b, 2);
+	putcstr(&b, "orders");
+	putuv(&b, 2);
+	put32(&b, 0);
+	put16(&b, 0);
+	put64(&b, hw);
+	put64(&b, lso);
+	put64(&b, 0);
+	put8(&b, 0);     /* AbortedTransactions: null */
+	put32(&b, -1);
+	struct buf r = { 0 };
+	for (int i = 0; i < n; i++)
+		put_batch_n(&r, 10 + 10 * i, 10, payload);
+	cr_assert_geq(r.n + 1, 1u << 14);
+	cr_assert_lt(r.n + 1, 1u << 21);
+	putuv(&b, (uint32_t)r.n + 1); /* 3 bytes */
+	*records_at = b.n;
+	put(&b, r.p, r.n);
+	free(r.p);
+	put8(&b, 0); /* partition tags */
+	put8(&b, 0); /* topic tags */
+	put8(&b, 0); /* top-level tags */
+	seal(&b);
+	return b;
+}
+
+/* Batches 10–19 and 20–29 of BIG bytes each — Kafka takes HW and LSO before
+ * it reads the log, so a response may carry batches at or past its own
+ * HighWatermark. */
+#define BIG 150000
+static struct buf fetch12_past_own_hw(int32_t correlation_id, int64_t hw, int64_t lso, size_t *records_at)
+{
+	return fetch12_batches(correlation_id, hw, lso, 2, BIG, records_at);
+}
+
+/* Whole batches a client can read in the client's copy of a fetch12_past_own_hw
+ * frame (its records at `records_at`): their count, each checked below `mhw`. */
+static size_t readable_batches(const struct buf *out, size_t records_at, int64_t mhw)
+{
+	struct codec_iov len = { out->p + records_at - 3, 3 };
+	struct codec_reader r;
+	codec_reader_init(&r, &len, 1);
+	size_t records = codec_read_uvarint(&r) - 1;
+	cr_assert_eq(r.err, CODEC_OK);
+	cr_assert_eq(records, 2 * (61 + BIG), "the records length stays (the frame's size went first)");
+	size_t at = 0, whole = 0;
+	while (at < records) {
+		struct codec_batch_head b;
+		size_t left = records - at;
+		codec_batch_peek(out->p + records_at + at, left < CODEC_BATCH_PEEK ? left : CODEC_BATCH_PEEK,
+				 left, &b);
+		if (!b.partial) {
+			cr_assert_lt(b.last, mhw, "batch %lld..%lld reaches a client", (long long)b.base,
+				     (long long)b.last);
+			whole++;
+		}
+		at += b.total;
+	}
+	return whole;
+}
+
+static double spliced_bytes(void)
+{
+	return metric_value(metric_get(METRIC_COUNTER, "syncgate_spliced_bytes_total", "", "", NULL, 0));
+}
+
+Test(proxy_stream, consumer_clamp_judges_batches_past_the_response_own_high_watermark)
+{
+	/* HighWatermark 20 = mirrored HW 20; LSO 20 (read_uncommitted) or 15
+	 * (read_committed: the read went to a later LSO): batch 20–29 is left out */
+	const int64_t lsos[2] = { 20, 15 };
+	for (int i = 0; i < 2; i++) {
+		size_t at = 0;
+		struct buf frame = fetch12_past_own_hw(21, 20, lsos[i], &at);
+		cr_assert_gt(frame.n, PROXY_STREAM_MIN);
+		struct fixture f;
+		clamp_fixture_at(&f, 20);
+		client_fetch12(&f, 21);
+		struct buf out = { 0 };
+		feed(&f, &frame, NULL, 0, &out);
+		cr_assert_eq(out.n, frame.n, "the size prefix went first: the length stays");
+		cr_assert_eq(readable_batches(&out, at, 20), 1, "LSO %lld: only batch 10–19 is readable",
+			     (long long)lsos[i]);
+		cr_assert(!memcmp(out.p + at, frame.p + at, 61 + BIG), "the kept batch passes byte for byte");
+		cr_assert(f.c->clamp_lagging, "records were left out: the next response is buffered");
+		double d = metric_value(metric_get(METRIC_GAUGE, "syncgate_consumer_clamp_distance_offsets", "",
+						   "topic=\"orders\"", NULL, 0));
+		cr_assert_eq(d, 10, "the broker read up to 30, whatever HighWatermark 20 says");
+		free(out.p);
+		pair_fini(&f);
+		free(frame.p);
+	}
+}
+
+Test(proxy_stream, consumer_clamp_every_batch_mirrored_streams_byte_for_byte)
+{
+	/* mirrored HW 30: both batches are mirrored; judged by their headers,
+	 * moved unchanged (in the kernel: the sockets are plaintext) */
+	size_t at = 0;
+	struct buf frame = fetch12_past_own_hw(22, 20, 15, &at);
+	struct fixture f;
+	clamp_fixture_at(&f, 30);
+	client_fetch12(&f, 22);
+	double spliced = spliced_bytes();
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
+	cr_assert(!f.c->clamp_lagging);
+	cr_assert_gt(spliced_bytes(), spliced, "kept batches still move by splice(2)");
+	free(out.p);
+	pair_fini(&f);
+	free(frame.p);
+}
+
+Test(proxy_stream, consumer_clamp_small_kept_batches_still_move_by_splice)
+{
+	/* 40 batches of 4 KiB, each below the splice threshold on its own: the
+	 * next header is judged in the socket's buffer (recv MSG_PEEK), so the
+	 * kept batches go on in the kernel rather than through user space */
+	size_t at = 0;
+	struct buf frame = fetch12_batches(23, 410, 410, 40, 4096, &at);
+	struct fixture f;
+	clamp_fixture_at(&f, 410);
+	client_fetch12(&f, 23);
+	double spliced = spliced_bytes();
+	struct buf out = { 0 };
+	feed(&f, &frame, NULL, 0, &out);
+	cr_assert_eq(out.n, frame.n);
+	cr_assert(!memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
+	cr_assert(!f.c->clamp_lagging);
+	double records = 40.0 * (61 + 4096);
+	cr_assert_gt(spliced_bytes() - spliced, records / 2, "spliced %.0f of %.0f record bytes",
+		     spliced_bytes() - spliced, records);
 	free(out.p);
 	pair_fini(&f);
 	free(frame.p);
