@@ -4,9 +4,10 @@
  *   GET /metrics   Prometheus text format 0.0.4
  *   GET /healthz   200 "ok" whenever the loop turns (it answers from the loop)
  *   GET /readyz    200 "ready" only when syncgate listens, is not shutting
- *                  down, its upstream broker is reachable and every mirror has
- *                  sent its first progress report; else 503, one line per
- *                  missing condition
+ *                  down, its upstream broker is reachable, the state log was
+ *                  read and every mirror has sent its first progress report
+ *                  or has nothing to report; else 503, one line per missing
+ *                  condition
  *   GET /v1/mirrors[?mirror=M&topic=T]  desired/effective mirror type, lag and
  *                  progress per partition, JSON
  * Upstream reachability comes from a probe: a TCP connect to upstream.broker
@@ -150,14 +151,17 @@ static bool mirror_reported(const struct proxy_admin *a, const char *name)
 
 /*
  * Whether mirror `name` has sent a progress report (any partition with a
- * known progress, ISR or MinISR), asked of the gate; latched in
- * a->reported once true. Sets `why` to the last failure reason seen, if any.
+ * known progress, ISR or MinISR) or has nothing to report (it gates no topic:
+ * mirror_gate_mirror_idle), asked of the gate; latched in a->reported once
+ * true, so that a topic added later (syncgate-ctl --add) does not make the
+ * sidecar unready — its produces are held until the mirror reports anyway.
+ * Sets `why` to the last failure reason seen, if any.
  */
 static bool mirror_check_reported(struct proxy_admin *a, const char *name, char *why, size_t n)
 {
 	if (mirror_reported(a, name))
 		return true;
-	bool seen = mirror_gate_mirror_reported(a->gate, name, why, n);
+	bool seen = mirror_gate_mirror_reported(a->gate, name, why, n) || mirror_gate_mirror_idle(a->gate, name);
 	char *copy = seen ? strdup(name) : NULL;
 	char **v = copy ? realloc(a->reported, (a->nreported + 1) * sizeof(*v)) : NULL;
 	if (v) {

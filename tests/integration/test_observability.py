@@ -46,20 +46,22 @@ def reload(sg, config, event: str = "reloaded") -> str:
 
 
 def test_health_during_startup_and_upstream_loss(make_syncgate, make_cluster, dest, topic_name):
-    """/readyz: 503 naming what is missing (a mirror's first progress report
-    at start-up; the upstream broker while it is down), 200 otherwise.
-    /healthz: 200 throughout."""
+    """/readyz: 503 naming what is missing (the first progress report of a
+    mirror that tracks a topic, at start-up; the upstream broker while it is
+    down), 200 otherwise. /healthz: 200 throughout."""
     src = make_cluster("obs-src", brokers=1)
     bid = src.broker_ids[0]
-    # the sync topic does not exist yet: the mirror has nothing to report
+    # the sync topic is on the source but not yet on the destination: the
+    # mirror tracks it and has no progress to report
+    src.create_topic(topic_name)
     sg = make_syncgate(src, mirrors=[mirror_conf("dr", dest, [topic_name])])
     assert sg.http("/healthz") == (200, "ok\n")
     code, body = readyz(sg)
     assert code == 503
     assert "not ready: mirror dr: no progress report yet" in body
     wait_until(lambda: "upstream" not in readyz(sg)[1], timeout=10, what="upstream probed")
+    assert "not ready: mirror dr: no progress report yet" in readyz(sg)[1]
 
-    src.create_topic(topic_name)
     dest.create_topic(topic_name)
     wait_until(lambda: readyz(sg) == (200, "ready\n"), timeout=30, what="/readyz 200")
     assert sg.metric("syncgate_upstream_up") == 1
