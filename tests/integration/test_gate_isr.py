@@ -84,7 +84,7 @@ def test_min_isr_fails_fast_and_recovers(make_cluster, make_syncgate, make_testm
     assert hp.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, hp
     assert hp.base_offset == -1
     assert "dr3" in hp.error_message and "min.insync.replicas" in hp.error_message, hp
-    # syncgate polls the ISR every 3 s: far below the 60 s TimeoutMs
+    # syncgate polls the ISR every 2 s: far below the 60 s TimeoutMs
     assert held_wait < 15, held_wait
     held_c.close()
 
