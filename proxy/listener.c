@@ -7,8 +7,11 @@
  * that connects are refused rather than accepted and closed
  * (proxy_listeners_set_upstream). Loop thread.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "proxy/proxy.h"
 #include "proxy/security.h"
@@ -53,7 +56,12 @@ static struct evconnlistener *listener_bind(struct proxy_listener *l)
 		return NULL;
 	}
 	evconnlistener_set_error_cb(ev, accept_error_cb);
-	return ev;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (l->port == 0 && getsockname(evconnlistener_get_fd(ev), (struct sockaddr *)&ss, &len) == 0)
+		l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							 : ((struct sockaddr_in *)&ss)->sin_port);
+	return ev; /* port 0: the port it got, kept for a bind after a pause */
 }
 
 int proxy_listener_open(struct proxy_server *srv, const char *host, int port, int32_t node_id,
