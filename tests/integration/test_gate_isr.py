@@ -18,6 +18,7 @@ import json
 import time
 
 import pytest
+from confluent_kafka.admin import ConfigResource
 
 from kafkabed import wait_until
 from rawkafka import RawClient, produce_body, record_batch
@@ -55,6 +56,16 @@ def test_min_isr_fails_fast_and_recovers(make_cluster, make_syncgate, make_testm
                what="dr3 promoted to effective SYNC")
     wait_until(lambda: [(p["isr"], p["min_isr"]) for p in mirror_partitions(sg, "dr3", topic_name)]
                == [(3, 2)], timeout=30, what="syncgate reports ISR 3, min.insync.replicas 2")
+    # a min.insync.replicas change shows within one ISR round (2 s) and the
+    # DescribeConfigs answer awaited in it
+    for want in (3, 2):
+        res = ConfigResource("topic", topic_name, set_config={"min.insync.replicas": str(want)})
+        for f in dst3.admin().alter_configs([res]).values():
+            f.result(timeout=30)
+        t0 = time.monotonic()
+        wait_until(lambda: [p["min_isr"] for p in mirror_partitions(sg, "dr3", topic_name)] == [want],
+                   timeout=15, interval=0.1, what=f"syncgate reports min.insync.replicas {want}")
+        print(f"\nmin.insync.replicas={want} shown {time.monotonic() - t0:.1f} s after the change")
 
     c = RawClient("127.0.0.1", sg.port)
     r = c.produce(topic_name, 0, [b"before"], version=9, timeout_ms=20000)
