@@ -169,6 +169,7 @@ struct conf {
 	size_t nsource_props;
 
 	struct conf_addr admin_listen; /* default 127.0.0.1:9464 */
+	int admin_max_connections;  /* concurrent admin HTTP connections, default 64 */
 	struct conf_tls admin_tls;     /* admin.tls: HTTPS (and mTLS) on admin.listen */
 	char *admin_token_file;     /* NULL: mutating admin calls refused */
 

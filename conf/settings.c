@@ -458,6 +458,11 @@ const struct conf_setting conf_settings[] = {
 	SEC("admin", NONE, 0, "The admin HTTP listener: /metrics, /healthz, /readyz and the API used by syncgate-ctl."),
 	{ "admin.listen", CONF_T_ADDR, C(admin_listen), 0, CONF_F_PORT0, 0, 0, "127.0.0.1:9464", NULL, NULL,
 	  "Admin listener address, `host:port` (port 0: any free port)." },
+	{ "admin.max_connections", CONF_T_INT, C(admin_max_connections), 0, CONF_F_LIVE, 1, 10000, "64", NULL, NULL,
+	  "Concurrent admin HTTP connections. At the cap the admin listener stops accepting: new "
+	  "connections wait in the listen backlog until one closes (idle ones close after 30 s); "
+	  "logged `admin_connections_at_cap`, counted in `syncgate_admin_connection_cap_reached_total`. "
+	  "Keeps idle admin connections from using up the file descriptors the Kafka listener needs." },
 	SEC("admin.tls", C(admin_tls.enabled), 0,
 	    "Serve the admin listener over HTTPS. Present (even empty) = TLS on; then `cert` and `key` are "
 	    "required. Plain HTTP to it is refused (the connection is closed, `admin_tls_error` logged)."),

@@ -152,6 +152,17 @@ int mirror_bridge_post_msg(struct mirror_bridge *b, enum mirror_msg_kind kind, i
 	return enqueue(b, m);
 }
 
+int mirror_bridge_post_listed(struct mirror_bridge *b, uint64_t link_id, int64_t ntopics)
+{
+	struct mirror_msg *m = calloc(1, sizeof(*m));
+	if (!m)
+		return -1;
+	m->kind = MIRROR_MSG_LISTED;
+	m->link_id = link_id;
+	m->offset = ntopics;
+	return enqueue(b, m);
+}
+
 /* Append `m` (owned by the queue from now on) and wake the loop. */
 static int enqueue(struct mirror_bridge *b, struct mirror_msg *m)
 {

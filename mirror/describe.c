@@ -107,6 +107,22 @@ bool mirror_gate_mirror_reported(struct mirror_gate *g, const char *mirror, char
 	return c.seen;
 }
 
+static void topic_gates(struct mirror_tstate *t, void *arg)
+{
+	if (t->ls.effective == MIRROR_SYNC || t->ls.desired == MIRROR_SYNC)
+		*(bool *)arg = true;
+}
+
+bool mirror_gate_mirror_idle(struct mirror_gate *g, const char *mirror)
+{
+	struct mirror_link *l = mirror_link_find(g, mirror);
+	if (!l || l->listed != 0 || !g->state_ready)
+		return false;
+	bool gates = false;
+	mirror_each_topic(NULL, l, topic_gates, &gates);
+	return !gates;
+}
+
 static json_t *partition_json(int32_t p, const struct mirror_pstate *ps)
 {
 	int64_t lag = mirror_pstate_lag(ps);

@@ -53,6 +53,11 @@ static void gate_apply(void *arg, const struct mirror_msg *m)
 	case MIRROR_MSG_FAILOVER_DONE:
 		mirror_failover_job_done(g, m->ptr);
 		break;
+	case MIRROR_MSG_LISTED:
+		for (size_t i = 0; i < g->nlinks; i++)
+			if (g->links[i]->id == m->link_id) /* else a stopped worker's */
+				g->links[i]->listed = m->offset;
+		break;
 	}
 }
 

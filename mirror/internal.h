@@ -123,6 +123,8 @@ struct mirror_link {
 	struct mirror_tstate **buckets;
 	size_t nbuckets, ntopics;
 	struct mirror_worker *worker; /* NULL with MIRROR_GATE_NO_WORKERS */
+	int64_t listed;             /* topics its worker tracked at its last source listing,
+				     * -1 before the first (mirror_gate_mirror_idle) */
 	struct metric *m_latency;
 	struct metric *m_release;   /* progress read by the worker -> a held part released by it */
 	struct metric *m_lag_total;
@@ -222,6 +224,7 @@ enum mirror_msg_kind {
 	MIRROR_MSG_DECIDER,         /* offset: 1 this sidecar decides now, 0 it no longer does */
 	MIRROR_MSG_PROBE_DONE,      /* ptr: a struct mirror_probe finished (compat probe) */
 	MIRROR_MSG_FAILOVER_DONE,   /* ptr: a struct mirror_failover's job thread finished */
+	MIRROR_MSG_LISTED,          /* link_id's worker listed the source: offset = topics it tracks */
 };
 
 /* Message from a worker (or inject) to the loop; strings follow the struct. */
@@ -348,6 +351,9 @@ void mirror_bridge_free(struct mirror_bridge *b);
 /* Any thread. Copies; returns -1 on ENOMEM. */
 int mirror_bridge_post(struct mirror_bridge *b, uint64_t link_id, const struct mirror_report *r);
 /* Any thread. A non-report message; copies `data` (len bytes). -1 on ENOMEM. */
+/* Any thread: worker `link_id` listed the source and tracks `ntopics` topics
+ * (MIRROR_MSG_LISTED). -1 on ENOMEM. */
+int mirror_bridge_post_listed(struct mirror_bridge *b, uint64_t link_id, int64_t ntopics);
 int mirror_bridge_post_msg(struct mirror_bridge *b, enum mirror_msg_kind kind, int64_t offset, void *ptr,
 			   const void *data, size_t len);
 

@@ -26,6 +26,7 @@ struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mir
 	l->gate = g;
 	l->cm = cm;
 	l->id = ++g->next_id;
+	l->listed = -1;
 	if (conf_mirror_sync_topics_compile(cm, &l->re, &l->nre) != 0) {
 		free(l->name);
 		free(l);
@@ -139,6 +140,7 @@ int mirror_gate_reconfigure(struct mirror_gate *g, const struct conf *conf)
 		}
 		if (restart) {
 			l->id = ++g->next_id;
+			l->listed = -1;
 			mirror_link_start(g, l);
 		}
 	}

@@ -273,6 +273,15 @@ int mirror_gate_partition_info(struct mirror_gate *g, const char *mirror, const 
 bool mirror_gate_mirror_reported(struct mirror_gate *g, const char *mirror, char *why, size_t n);
 
 /**
+ * Whether `mirror` has nothing to report: the state log was read up to its
+ * end, its worker's last source listing matched no topic (sync_topics match
+ * none, none demanded), and none of its topics is desired or effectively
+ * SYNC — e.g. a mirror whose topics are to be added later with
+ * `syncgate-ctl --add`. False for an unknown mirror. For /readyz. Loop thread.
+ */
+bool mirror_gate_mirror_idle(struct mirror_gate *g, const char *mirror);
+
+/**
  * Every known (mirror, topic) as a JSON document (malloc'd, caller frees):
  * {"mirrors":[{"name":..,"offsets":..,"progress":..,"topics":[{"topic":..,
  * "destination_topic":..,"desired":"SYNC","effective":"ASYNC","released":false,

@@ -11,8 +11,10 @@
  *   - destination ISR size and leaders (Metadata of the locally known
  *     destination topics, one request) and min.insync.replicas
  *     (DescribeConfigs, one batched request, asynchronous: the effective
- *     value, i.e. the topic override or else the broker default) — the isr
- *     thread, so neither waits behind progress nor progress behind them;
+ *     value, i.e. the topic override or else the broker default), reported
+ *     capped by the partition's replication factor as the broker applies it
+ *     (mirror_effective_min_isr) — the isr thread, every MIRROR_W_ISR_MS, so
+ *     neither waits behind progress nor progress behind them;
  *   - `mm2`: whether the destination runs ahead of the offset-syncs
  *     (mm2_check_syncs: MirrorMaker 2's offset.lag.max too high).
  * High watermarks come from rd_kafka_offsets_for_times(RD_KAFKA_OFFSET_END)
@@ -32,13 +34,13 @@ static const char *errname(rd_kafka_resp_err_t e)
 	return rd_kafka_err2name(e);
 }
 
-void mirror_refresh_topics(struct mirror_worker *w)
+bool mirror_refresh_topics(struct mirror_worker *w)
 {
 	const struct rd_kafka_metadata *md = NULL;
 	rd_kafka_resp_err_t err = rd_kafka_metadata(w->src, 1, NULL, &md, MIRROR_W_RPC_MS);
 	if (err) {
 		LOG_W("mirror_source_metadata_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
-		return;
+		return false;
 	}
 	mirror_route_learn(md);
 	pthread_mutex_lock(&w->tmu);
@@ -72,6 +74,7 @@ void mirror_refresh_topics(struct mirror_worker *w)
 		      w->name, w->mm2_topic);
 	pthread_mutex_unlock(&w->tmu);
 	rd_kafka_metadata_destroy(md);
+	return true;
 }
 
 /* ---- isr thread ------------------------------------------------------- */
@@ -90,7 +93,7 @@ static void configs_collect(struct mirror_worker *w, int64_t deadline_ms)
 {
 	if (!w->cfgq)
 		return;
-	rd_kafka_event_t *ev = rd_kafka_queue_poll(w->cfgq, 0);
+	rd_kafka_event_t *ev = rd_kafka_queue_poll(w->cfgq, MIRROR_W_CFG_WAIT_MS);
 	if (!ev) {
 		if (mirror_now_ms() > deadline_ms)
 			configs_give_up(w, "timed out");
@@ -185,7 +188,7 @@ static void refresh_isr(struct mirror_worker *w)
 			}
 			struct mirror_wpart *wp = &t->parts[p];
 			const char *why = NULL;
-			int32_t isr = -1;
+			int32_t isr = -1, replicas = -1;
 			if (err)
 				why = errname(err);
 			else if (!mt)
@@ -205,8 +208,10 @@ static void refresh_isr(struct mirror_worker *w)
 					why = errname(mp->err);
 				else if (mp->leader < 0)
 					why = "LEADER_NOT_AVAILABLE";
-				else
+				else {
 					isr = mp->isr_cnt;
+					replicas = mp->replica_cnt;
+				}
 				int32_t leader = mp ? mp->leader : -1;
 				if (leader != wp->leader) {
 					wp->leader = leader;
@@ -217,11 +222,12 @@ static void refresh_isr(struct mirror_worker *w)
 			if (why) {
 				mirror_worker_report(w, t, p, -1, -1, -1, -1, why);
 				wp->failing = true;
-			} else if (isr != wp->isr || t->min_isr != wp->min_isr || wp->failing) {
+			} else if (isr != wp->isr || mirror_effective_min_isr(t->min_isr, replicas) != wp->min_isr ||
+				   wp->failing) {
 				wp->isr = isr;
-				wp->min_isr = t->min_isr;
+				wp->min_isr = mirror_effective_min_isr(t->min_isr, replicas);
 				wp->failing = false;
-				mirror_worker_report(w, t, p, -1, -1, isr, t->min_isr, NULL);
+				mirror_worker_report(w, t, p, -1, -1, isr, wp->min_isr, NULL);
 			}
 		}
 	}

@@ -145,7 +145,12 @@ static void *worker_main(void *arg)
 		take_demands(w);
 		int64_t now = now_ms();
 		if (now >= next_topics || w->list_now) {
-			mirror_refresh_topics(w);
+			if (mirror_refresh_topics(w)) { /* readiness: a mirror tracking no topic has nothing to report */
+				pthread_mutex_lock(&w->tmu);
+				int64_t n = (int64_t)w->ntopics;
+				pthread_mutex_unlock(&w->tmu);
+				mirror_bridge_post_listed(w->bridge, w->link_id, n);
+			}
 			w->list_now = false;
 			next_topics = now_ms() + MIRROR_W_TOPICS_MS;
 		}

@@ -30,7 +30,8 @@
 #include "mirror/internal.h"
 
 #define MIRROR_W_TOPICS_MS 5000   /* source topic listing */
-#define MIRROR_W_ISR_MS 3000      /* destination ISR + min.insync.replicas */
+#define MIRROR_W_ISR_MS 2000      /* destination ISR + min.insync.replicas */
+#define MIRROR_W_CFG_WAIT_MS 500  /* DescribeConfigs answer awaited after the ISR Metadata (else next round) */
 #define MIRROR_W_LAG_MS 1000      /* background source HW + progress of partitions with lag */
 /* No release waits behind the main or isr thread's calls, and a lane's only
  * behind its own leader's: timeouts are as long as a large cluster on a busy
@@ -190,10 +191,28 @@ void mirror_lanes_join(struct mirror_worker *w);
 /* The background round: source HW of every partition, then destination
  * progress of those with lag (lanes); reports (progress, HW) of every one. */
 void mirror_poll_background(struct mirror_worker *w);
-/* Source topic listing: tracks the topics sync_topics matches, sizes them. */
-void mirror_refresh_topics(struct mirror_worker *w);
+/* Source topic listing: tracks the topics sync_topics matches, sizes them.
+ * False when the source Metadata failed (logged). */
+bool mirror_refresh_topics(struct mirror_worker *w);
 /* The isr thread's body. */
 void *mirror_isr_main(void *arg);
+
+/*
+ * The minimum ISR size the destination broker enforces on an acks=all write
+ * to a partition: `min_isr` (the topic's min.insync.replicas, -1 unknown)
+ * capped by `replicas`, the partition's replication factor (-1 unknown) — the
+ * rule since Apache Kafka 3.7 (KAFKA-15583: min(min.insync.replicas,
+ * replication factor)). Applied whatever the destination's version: an older
+ * broker refuses the mirror's own acks=all writes to such a partition, so the
+ * gate then times out (MIRROR_SYNC_REPLICATION_TIMEOUT) instead of failing at
+ * once — later, never earlier. -1 when `min_isr` is unknown. Pure.
+ */
+static inline int32_t mirror_effective_min_isr(int32_t min_isr, int32_t replicas)
+{
+	if (min_isr < 0)
+		return -1;
+	return replicas > 0 && replicas < min_isr ? replicas : min_isr;
+}
 
 /* tail.c: the `tail` thread's body. */
 void *mirror_tail_main(void *arg);

@@ -4,15 +4,18 @@
  *   GET /metrics   Prometheus text format 0.0.4
  *   GET /healthz   200 "ok" whenever the loop turns (it answers from the loop)
  *   GET /readyz    200 "ready" only when syncgate listens, is not shutting
- *                  down, its upstream broker is reachable and every mirror has
- *                  sent its first progress report; else 503, one line per
- *                  missing condition
+ *                  down, its upstream broker is reachable, the state log was
+ *                  read and every mirror has sent its first progress report
+ *                  or has nothing to report; else 503, one line per missing
+ *                  condition
  *   GET /v1/mirrors[?mirror=M&topic=T]  desired/effective mirror type, lag and
  *                  progress per partition, JSON
  * Upstream reachability comes from a probe: a TCP connect to upstream.broker
  * every PROBE_INTERVAL_MS (timeout upstream.connect_timeout_ms), so that it
- * holds with no client connected; the result is also the gauge
- * syncgate_upstream_up, and changes are logged. Loop thread.
+ * holds with no client connected (and at once after a client's upstream
+ * connect failed); the result is also the gauge syncgate_upstream_up, changes
+ * are logged, and while it is down the Kafka listener is closed
+ * (proxy_listeners_set_upstream: connects refused). Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +39,7 @@ enum admin_upstream {
 struct proxy_admin {
 	struct evhttp *http;
 	struct admin_transport *transport; /* admin_tls.c: HTTPS */
+	struct admin_conns *conns;     /* admin_conns.c: admin.max_connections */
 	struct proxy_server *srv;
 	struct mirror_gate *gate;
 	struct event *probe_timer;     /* next upstream probe */
@@ -100,7 +104,17 @@ static void probe_done(struct proxy_admin *a, const char *why)
 		snprintf(a->upstream_why, sizeof(a->upstream_why), "%s", why);
 	}
 	metric_set(a->m_up, a->upstream == ADMIN_UPSTREAM_UP);
+	proxy_listeners_set_upstream(a->srv, a->upstream == ADMIN_UPSTREAM_UP);
 	probe_schedule(a, PROBE_INTERVAL_MS);
+}
+
+/* conn.c: a client's connect to upstream.broker failed — probe now rather
+ * than at the next interval (the listener is paused sooner). */
+static void probe_now(void *arg)
+{
+	struct proxy_admin *a = arg;
+	if (!a->probe && a->upstream != ADMIN_UPSTREAM_DOWN)
+		probe_schedule(a, 0);
 }
 
 static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -150,14 +164,17 @@ static bool mirror_reported(const struct proxy_admin *a, const char *name)
 
 /*
  * Whether mirror `name` has sent a progress report (any partition with a
- * known progress, ISR or MinISR), asked of the gate; latched in
- * a->reported once true. Sets `why` to the last failure reason seen, if any.
+ * known progress, ISR or MinISR) or has nothing to report (it gates no topic:
+ * mirror_gate_mirror_idle), asked of the gate; latched in a->reported once
+ * true, so that a topic added later (syncgate-ctl --add) does not make the
+ * sidecar unready — its produces are held until the mirror reports anyway.
+ * Sets `why` to the last failure reason seen, if any.
  */
 static bool mirror_check_reported(struct proxy_admin *a, const char *name, char *why, size_t n)
 {
 	if (mirror_reported(a, name))
 		return true;
-	bool seen = mirror_gate_mirror_reported(a->gate, name, why, n);
+	bool seen = mirror_gate_mirror_reported(a->gate, name, why, n) || mirror_gate_mirror_idle(a->gate, name);
 	char *copy = seen ? strdup(name) : NULL;
 	char **v = copy ? realloc(a->reported, (a->nreported + 1) * sizeof(*v)) : NULL;
 	if (v) {
@@ -250,6 +267,8 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 		return NULL;
 	}
 	probe_schedule(a, 0);
+	srv->upstream_connect_failed = probe_now;
+	srv->upstream_connect_failed_arg = a;
 	a->http = evhttp_new(base);
 	if (a->http && !(a->transport = proxy_admin_transport_new(base, a->http, conf))) {
 		LOG_E("admin_listen_failed", "address=%s:%d reason=\"admin.tls files could not be loaded\"",
@@ -257,13 +276,16 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 		proxy_admin_free(a);
 		return NULL;
 	}
-	if (!a->http ||
-	    evhttp_bind_socket(a->http, conf->admin_listen.host, (uint16_t)conf->admin_listen.port) < 0) {
+	struct evhttp_bound_socket *bound = NULL;
+	if (!a->http || !(a->conns = proxy_admin_conns_new(base, a->http, a->transport, conf)) ||
+	    !(bound = evhttp_bind_socket_with_handle(a->http, conf->admin_listen.host,
+						     (uint16_t)conf->admin_listen.port))) {
 		LOG_E("admin_listen_failed", "address=%s:%d", conf->admin_listen.host,
 		      conf->admin_listen.port);
 		proxy_admin_free(a);
 		return NULL;
 	}
+	proxy_admin_conns_bound(a->conns, bound);
 	evhttp_set_allowed_methods(a->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST);
 	/* admin requests are small JSON: refuse big ones before buffering them */
 	evhttp_set_max_body_size(a->http, 64 * 1024);
@@ -286,15 +308,23 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 
 int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf)
 {
-	return proxy_admin_transport_reconfigure(a->transport, conf);
+	if (proxy_admin_transport_reconfigure(a->transport, conf) < 0)
+		return -1;
+	proxy_admin_conns_reconfigure(a->conns, conf);
+	return 0;
 }
 
 void proxy_admin_free(struct proxy_admin *a)
 {
 	if (!a)
 		return;
+	if (a->srv && a->srv->upstream_connect_failed_arg == a)
+		a->srv->upstream_connect_failed = NULL;
+	if (a->conns)
+		proxy_admin_conns_bound(a->conns, NULL); /* evhttp_free frees the listener first */
 	if (a->http)
 		evhttp_free(a->http);
+	proxy_admin_conns_free(a->conns);
 	proxy_admin_transport_free(a->transport); /* after the connections evhttp_free closed */
 	if (a->probe_timer)
 		event_free(a->probe_timer);

@@ -1,25 +1,14 @@
 /*
- * admin_tls.c — the admin listener's transport (issue 17): with admin.tls,
- * every connection evhttp accepts is made here (evhttp_set_bevcb) as an
+ * admin_tls.c — the admin listener's transport: with admin.tls,
+ * every connection evhttp accepts is made here (proxy_admin_transport_bev) as an
  * OpenSSL server bufferevent (certificate and key, optional client CA for
  * mutual TLS; the context is swapped on reload, open connections keep
  * theirs). Handshake failures (plain HTTP to the HTTPS port, a missing or untrusted
  * client certificate) are logged as `admin_tls_error`, at most once a
  * second. Loop thread.
  *
- * No cap on concurrent admin connections (issue 17 asked for one): libevent
- * 2.1's evhttp has no connection limit and no hook to refuse a connection
- * (evhttp_set_max_connections, evhttp_set_newreqcb: 2.2), and does not
- * export evhttp_get_request, so connections cannot be accepted elsewhere
- * and handed to it. Counting them here does not work either: the only
- * per-connection hook is this factory, and nothing says when a connection
- * is freed. Wrapping each bufferevent in a pass-through filter (its free
- * callback would say) breaks evhttp in 2.1.12: evhttp queues a response
- * before it enables writing, and a filter only moves output while writing
- * is enabled (be_filter_process_output), so the response never leaves
- * (tried: requests are read and answered, nothing reaches the socket).
- * With a cap, the listener could be paused at it
- * (evhttp_bound_socket_get_listener + evconnlistener_disable).
+ * admin_conns.c installs the factory (evhttp_set_bevcb) and counts the
+ * connections for admin.max_connections.
  *
  * Note: a NULL from this factory does not drop the connection — evhttp
  * then makes a plain socket bufferevent itself (libevent 2.1.12,
@@ -107,9 +96,10 @@ static SSL_CTX *load_ctx(const struct conf *conf)
 	return ctx;
 }
 
-static struct bufferevent *make_bev(struct event_base *base, void *arg)
+struct bufferevent *proxy_admin_transport_bev(struct admin_transport *t, struct event_base *base)
 {
-	struct admin_transport *t = arg;
+	if (!t->ctx)
+		return bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	SSL *ssl = SSL_new(t->ctx);
 	struct bufferevent *bev = ssl ? bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
 								       BEV_OPT_CLOSE_ON_FREE)
@@ -131,7 +121,6 @@ struct admin_transport *proxy_admin_transport_new(struct event_base *base, struc
 			free(t);
 			return NULL;
 		}
-		evhttp_set_bevcb(http, make_bev, t);
 	}
 	return t;
 }

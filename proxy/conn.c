@@ -909,6 +909,8 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			LOG_W("upstream_connect_failed", "conn=%llu upstream=%s:%d error=\"%s\"",
 			      (unsigned long long)c->id, c->lst->upstream_host, c->lst->upstream_port,
 			      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+			if (c->lst->node_id < 0 && c->srv->upstream_connect_failed) /* probe now: pause sooner */
+				c->srv->upstream_connect_failed(c->srv->upstream_connect_failed_arg);
 		}
 	}
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))

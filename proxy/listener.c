@@ -2,10 +2,16 @@
  * Listening sockets. Sidecar mode: one listener (listen.kafka) whose
  * connections go to upstream.broker. Gateway mode: the same bootstrap
  * listener plus one listener per broker node id at advertise.base_port + id,
- * opened the first time the node appears in a response. Loop thread.
+ * opened the first time the node appears in a response. While upstream.broker
+ * is unreachable (admin.c's probe) the listeners fronting it are closed, so
+ * that connects are refused rather than accepted and closed
+ * (proxy_listeners_set_upstream). Loop thread.
  */
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "proxy/proxy.h"
 #include "proxy/security.h"
@@ -27,6 +33,37 @@ static void accept_error_cb(struct evconnlistener *ev, void *arg)
 	LOG_W("accept_failed", "error=\"%s\"", evutil_socket_error_to_string(err));
 }
 
+/* Bind l at l->host:l->port; NULL (logged) on failure. */
+static struct evconnlistener *listener_bind(struct proxy_listener *l)
+{
+	struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+					 .ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_NUMERICSERV };
+	struct evutil_addrinfo *ai = NULL;
+	char portstr[16];
+	snprintf(portstr, sizeof(portstr), "%d", l->port);
+	int rc = evutil_getaddrinfo(l->host, portstr, &hints, &ai);
+	if (rc != 0 || !ai) {
+		LOG_E("listen_failed", "address=%s:%d error=\"%s\"", l->host, l->port, evutil_gai_strerror(rc));
+		return NULL;
+	}
+	struct evconnlistener *ev = evconnlistener_new_bind(l->srv->base, accept_cb, l,
+							    LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 1024,
+							    ai->ai_addr, (int)ai->ai_addrlen);
+	evutil_freeaddrinfo(ai);
+	if (!ev) {
+		LOG_E("listen_failed", "address=%s:%d error=\"%s\"", l->host, l->port,
+		      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+		return NULL;
+	}
+	evconnlistener_set_error_cb(ev, accept_error_cb);
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	if (l->port == 0 && getsockname(evconnlistener_get_fd(ev), (struct sockaddr *)&ss, &len) == 0)
+		l->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+							 : ((struct sockaddr_in *)&ss)->sin_port);
+	return ev; /* port 0: the port it got, kept for a bind after a pause */
+}
+
 int proxy_listener_open(struct proxy_server *srv, const char *host, int port, int32_t node_id,
 			const char *up_host, int up_port)
 {
@@ -35,35 +72,41 @@ int proxy_listener_open(struct proxy_server *srv, const char *host, int port, in
 		return -1;
 	l->srv = srv;
 	l->node_id = node_id;
+	snprintf(l->host, sizeof(l->host), "%s", host);
+	l->port = port;
 	snprintf(l->upstream_host, sizeof(l->upstream_host), "%s", up_host);
 	l->upstream_port = up_port;
-
-	struct evutil_addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-					 .ai_flags = EVUTIL_AI_PASSIVE | EVUTIL_AI_NUMERICSERV };
-	struct evutil_addrinfo *ai = NULL;
-	char portstr[16];
-	snprintf(portstr, sizeof(portstr), "%d", port);
-	int rc = evutil_getaddrinfo(host, portstr, &hints, &ai);
-	if (rc != 0 || !ai) {
-		LOG_E("listen_failed", "address=%s:%d error=\"%s\"", host, port, evutil_gai_strerror(rc));
-		free(l);
-		return -1;
-	}
-	l->ev = evconnlistener_new_bind(srv->base, accept_cb, l,
-					LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE, 1024,
-					ai->ai_addr, (int)ai->ai_addrlen);
-	evutil_freeaddrinfo(ai);
+	l->ev = listener_bind(l);
 	if (!l->ev) {
-		LOG_E("listen_failed", "address=%s:%d error=\"%s\"", host, port,
-		      evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 		free(l);
 		return -1;
 	}
-	evconnlistener_set_error_cb(l->ev, accept_error_cb);
 	TAILQ_INSERT_TAIL(&srv->listeners, l, link);
 	LOG_I("listening", "address=%s:%d node_id=%d upstream=%s:%d tls=%s", host, port, node_id,
 	      up_host, up_port, srv->client_tls ? "on" : "off");
 	return 0;
+}
+
+void proxy_listeners_set_upstream(struct proxy_server *srv, bool up)
+{
+	struct proxy_listener *l;
+	TAILQ_FOREACH(l, &srv->listeners, link) {
+		if (l->node_id >= 0) /* gateway: fronts another broker than upstream.broker */
+			continue;
+		if (!up && l->ev) {
+			/* closed, not disabled: a disabled listening socket still
+			 * completes handshakes into its backlog, leaving clients
+			 * connected to nothing until they time out */
+			evconnlistener_free(l->ev);
+			l->ev = NULL;
+			LOG_W("listener_paused", "address=%s:%d upstream=%s:%d reason=\"the upstream broker is "
+			      "unreachable: new connections are refused until it answers again\"", l->host, l->port,
+			      l->upstream_host, l->upstream_port);
+		} else if (up && !l->ev && !srv->shutting_down && (l->ev = listener_bind(l))) {
+			LOG_I("listener_resumed", "address=%s:%d upstream=%s:%d", l->host, l->port,
+			      l->upstream_host, l->upstream_port);
+		}
+	}
 }
 
 void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id, const char *host,

@@ -272,8 +272,11 @@ TAILQ_HEAD(proxy_conn_list, proxy_conn);
 struct proxy_listener {
 	TAILQ_ENTRY(proxy_listener) link;
 	struct proxy_server *srv;
-	struct evconnlistener *ev;
-	int32_t node_id;               /* gateway: the broker it fronts; -1 sidecar */
+	struct evconnlistener *ev;     /* NULL while paused (proxy_listeners_set_upstream) */
+	char host[256];                /* where it listens */
+	int port;
+	int32_t node_id;               /* gateway: the broker it fronts; -1 sidecar (and the
+					* gateway's bootstrap listener): upstream.broker */
 	char upstream_host[256];       /* where its connections go */
 	int upstream_port;
 };
@@ -317,6 +320,10 @@ struct proxy_server {
 	 * conn_closed: conn.c after a free; resume_paused: fifo.c, hold.c,
 	 * clamp.c, conn.c when held or queued bytes went down. */
 	void (*conn_progress)(struct proxy_server *srv, struct proxy_conn *c);
+	/* conn.c after a failed connect to upstream.broker: admin.c probes it
+	 * now (registered by proxy_admin_new; NULL without it) */
+	void (*upstream_connect_failed)(void *arg);
+	void *upstream_connect_failed_arg;
 	void (*conn_closed)(struct proxy_server *srv);
 	void (*resume_paused)(struct proxy_server *srv);
 };
@@ -355,6 +362,17 @@ void proxy_server_resume_paused(struct proxy_server *srv);
 /* listener.c */
 int proxy_listener_open(struct proxy_server *srv, const char *host, int port,
 			int32_t node_id, const char *up_host, int up_port);
+/**
+ * Whether upstream.broker answers (admin.c's probe, after every probe): while
+ * it does not, every listener whose connections go to it (node_id -1) is
+ * closed, so a client's connect is refused and it moves on to another broker
+ * at once, instead of a connection accepted and closed (which librdkafka
+ * reports as a security.protocol mismatch); when it answers again they are
+ * bound again (a failed bind is retried at the next call). Connections
+ * already open are not touched. Logged as listener_paused / listener_resumed.
+ * Loop thread.
+ */
+void proxy_listeners_set_upstream(struct proxy_server *srv, bool up);
 /** Gateway mode: make sure a listener exists for every broker seen in Metadata. */
 void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
 				const char *host, int32_t port);

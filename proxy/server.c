@@ -63,7 +63,8 @@ void proxy_server_free(struct proxy_server *srv)
 	struct proxy_listener *l;
 	while ((l = TAILQ_FIRST(&srv->listeners))) {
 		TAILQ_REMOVE(&srv->listeners, l, link);
-		evconnlistener_free(l->ev);
+		if (l->ev)
+			evconnlistener_free(l->ev);
 		free(l);
 	}
 	if (srv->shutdown_timer)
@@ -96,7 +97,8 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms)
 	LOG_I("shutdown", "connections=%zu grace_ms=%d", srv->nconns, grace_ms);
 	struct proxy_listener *l;
 	TAILQ_FOREACH(l, &srv->listeners, link)
-		evconnlistener_disable(l->ev);
+		if (l->ev)
+			evconnlistener_disable(l->ev);
 	srv->shutdown_timer = evtimer_new(srv->base, shutdown_deadline_cb, srv);
 	struct timeval tv = { grace_ms / 1000, (grace_ms % 1000) * 1000 };
 	if (srv->shutdown_timer)

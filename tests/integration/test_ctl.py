@@ -8,9 +8,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 import uuid
 
-from kafkabed import REPO
+import pytest
+
+from kafkabed import REPO, wait_until
 from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_lifecycle import describe, start, topic_state, wait_state, write_token
 
@@ -152,3 +155,22 @@ def test_compat_probe_refuses_incompatible_destination(bed, make_syncgate, sourc
     assert doc["topics"][0]["result"] == "PENDING_LAG", doc
     assert "warning" in doc["topics"][0]["message"]
     assert describe(sg_dead)["mirrors"][0]["topics"][0]["desired"] == "SYNC"
+
+
+@pytest.mark.parametrize("sync_topics", [[], ["no-such-topic-.*"]], ids=["none", "matching-nothing"])
+def test_ready_while_mirror_gates_no_topic(bed, make_syncgate, source, dest, topic_name, sync_topics):
+    """A mirror whose topics are to be added later (no sync_topics, or none
+    matching) has nothing to report: the sidecar is ready within seconds, and
+    stays ready when a topic is then added with --add --sync and promoted."""
+    source.create_topic(topic_name)
+    dest.create_topic(topic_name)
+    sg = sidecar(bed, make_syncgate, source, dest, sync_topics)
+    t0 = time.monotonic()
+    wait_until(lambda: sg.http("/readyz") == (200, "ready\n"), timeout=15, what="/readyz 200")
+    print(f"\nready {time.monotonic() - t0:.1f} s after start")
+    rc, out, err = ctl(sg, "--add", "--mirror", "dr", "--topic", topic_name, "--sync")
+    assert rc == 0, err
+    codes = set()
+    wait_until(lambda: codes.add(sg.http("/readyz")[0]) or topic_state(sg, "dr", topic_name).get("effective") == "SYNC",
+               timeout=60, what="the added topic promoted")
+    assert codes == {200}, codes

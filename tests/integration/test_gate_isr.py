@@ -18,6 +18,7 @@ import json
 import time
 
 import pytest
+from confluent_kafka.admin import ConfigResource
 
 from kafkabed import wait_until
 from rawkafka import RawClient, produce_body, record_batch
@@ -55,6 +56,16 @@ def test_min_isr_fails_fast_and_recovers(make_cluster, make_syncgate, make_testm
                what="dr3 promoted to effective SYNC")
     wait_until(lambda: [(p["isr"], p["min_isr"]) for p in mirror_partitions(sg, "dr3", topic_name)]
                == [(3, 2)], timeout=30, what="syncgate reports ISR 3, min.insync.replicas 2")
+    # a min.insync.replicas change shows within one ISR round (2 s) and the
+    # DescribeConfigs answer awaited in it
+    for want in (3, 2):
+        res = ConfigResource("topic", topic_name, set_config={"min.insync.replicas": str(want)})
+        for f in dst3.admin().alter_configs([res]).values():
+            f.result(timeout=30)
+        t0 = time.monotonic()
+        wait_until(lambda: [p["min_isr"] for p in mirror_partitions(sg, "dr3", topic_name)] == [want],
+                   timeout=15, interval=0.1, what=f"syncgate reports min.insync.replicas {want}")
+        print(f"\nmin.insync.replicas={want} shown {time.monotonic() - t0:.1f} s after the change")
 
     c = RawClient("127.0.0.1", sg.port)
     r = c.produce(topic_name, 0, [b"before"], version=9, timeout_ms=20000)
@@ -84,7 +95,7 @@ def test_min_isr_fails_fast_and_recovers(make_cluster, make_syncgate, make_testm
     assert hp.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, hp
     assert hp.base_offset == -1
     assert "dr3" in hp.error_message and "min.insync.replicas" in hp.error_message, hp
-    # syncgate polls the ISR every 3 s: far below the 60 s TimeoutMs
+    # syncgate polls the ISR every 2 s: far below the 60 s TimeoutMs
     assert held_wait < 15, held_wait
     held_c.close()
 
@@ -135,3 +146,35 @@ def test_min_isr_fails_fast_and_recovers(make_cluster, make_syncgate, make_testm
            [(x.offset, x.value) for x in source.consume(topic_name, 0, end=want)]
     c.close()
     assert sg.metric("syncgate_held_responses") == 0
+
+
+def test_replication_factor_below_min_isr_is_acked(make_syncgate, make_testmirror, source, dest,
+                                                   topic_name):
+    """Since Kafka 3.7 the destination broker needs min(min.insync.replicas,
+    replication factor) in-sync replicas for an acks=all write: an RF-1 topic
+    with min.insync.replicas=2 (what MirrorMaker 2 creates with its own
+    replication.factor on a cluster defaulting to 2) takes them. The gate
+    applies the same rule: gated produces are acknowledged once mirrored,
+    never failed at once with "ISR 1 < min.insync.replicas 2"."""
+    for t in (topic_name, topic_name + "-direct"):
+        dest.create_topic(t, partitions=1, rf=1, config={"min.insync.replicas": 2})
+    # the destination broker itself takes acks=all writes to such a topic
+    assert dest.produce(topic_name + "-direct", 1, partition=0) == [(0, 0)]
+    source.create_topic(topic_name, partitions=1)
+    make_testmirror([topic_name])
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic_name])])
+    wait_until(lambda: effective(sg, "dr", topic_name) == "SYNC", timeout=60,
+               what="dr promoted to effective SYNC")
+    # ISR 1 and the minimum the broker enforces (1), as /v1/mirrors shows them
+    wait_until(lambda: [(p["isr"], p["min_isr"]) for p in mirror_partitions(sg, "dr", topic_name)]
+               == [(1, 1)], timeout=30, what="syncgate reports ISR 1, effective min ISR 1")
+    c = RawClient("127.0.0.1", sg.port)
+    try:
+        for i in range(3):
+            r = c.produce(topic_name, 0, [f"g{i}".encode()], version=9, timeout_ms=20000)
+            (p,) = r.topics[topic_name]
+            assert p.error_code == 0, p
+            assert dest.high_watermark(topic_name, 0) > p.base_offset
+    finally:
+        c.close()
+    assert "mirror_partition_under_min_isr" not in sg.log()

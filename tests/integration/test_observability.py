@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import os
 import shutil
 import signal
@@ -21,6 +22,7 @@ import uuid
 
 import pytest
 import yaml
+from confluent_kafka import KafkaException, Producer
 
 from kafkabed import wait_until
 from rawkafka import RawClient, i32, parse_produce_response, produce_body, record_batch, request_header
@@ -46,20 +48,22 @@ def reload(sg, config, event: str = "reloaded") -> str:
 
 
 def test_health_during_startup_and_upstream_loss(make_syncgate, make_cluster, dest, topic_name):
-    """/readyz: 503 naming what is missing (a mirror's first progress report
-    at start-up; the upstream broker while it is down), 200 otherwise.
-    /healthz: 200 throughout."""
+    """/readyz: 503 naming what is missing (the first progress report of a
+    mirror that tracks a topic, at start-up; the upstream broker while it is
+    down), 200 otherwise. /healthz: 200 throughout."""
     src = make_cluster("obs-src", brokers=1)
     bid = src.broker_ids[0]
-    # the sync topic does not exist yet: the mirror has nothing to report
+    # the sync topic is on the source but not yet on the destination: the
+    # mirror tracks it and has no progress to report
+    src.create_topic(topic_name)
     sg = make_syncgate(src, mirrors=[mirror_conf("dr", dest, [topic_name])])
     assert sg.http("/healthz") == (200, "ok\n")
     code, body = readyz(sg)
     assert code == 503
     assert "not ready: mirror dr: no progress report yet" in body
     wait_until(lambda: "upstream" not in readyz(sg)[1], timeout=10, what="upstream probed")
+    assert "not ready: mirror dr: no progress report yet" in readyz(sg)[1]
 
-    src.create_topic(topic_name)
     dest.create_topic(topic_name)
     wait_until(lambda: readyz(sg) == (200, "ready\n"), timeout=30, what="/readyz 200")
     assert sg.metric("syncgate_upstream_up") == 1
@@ -75,6 +79,87 @@ def test_health_during_startup_and_upstream_loss(make_syncgate, make_cluster, de
         src.start_broker(bid)
     wait_until(lambda: readyz(sg) == (200, "ready\n"), timeout=30, what="/readyz 200 again")
     assert "INFO upstream_reachable" in sg.log()
+    assert sg.proc.alive()
+
+
+def connect_refused(port: int) -> bool:
+    """True when a TCP connect to 127.0.0.1:port is refused."""
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return False
+    except ConnectionRefusedError:
+        return True
+
+
+def librdkafka_log(port: int, seconds: float) -> tuple[str, bool]:
+    """What a librdkafka producer bootstrapping from 127.0.0.1:port logs
+    (log and error callbacks) while it asks for metadata for `seconds`, and
+    whether it got the metadata."""
+    lines = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            lines.append(record.getMessage())
+
+    logger = logging.getLogger(f"rdkafka-{uuid.uuid4().hex[:6]}")
+    logger.propagate = False
+    logger.addHandler(Collect())
+    p = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "reconnect.backoff.ms": 100,
+                  "reconnect.backoff.max.ms": 500, "log_level": 7, "debug": "broker",
+                  "error_cb": lambda e: lines.append(f"error_cb: {e}")}, logger=logger)
+    ok = False
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            p.list_topics(timeout=1)
+            ok = True
+            break
+        except KafkaException:
+            pass
+        p.poll(0.1)
+    p.poll(0.5)
+    p.flush(0)
+    return "\n".join(lines), ok
+
+
+def test_listener_refuses_while_upstream_down(make_syncgate, make_cluster):
+    """While the broker behind a sidecar is down, a connect to the sidecar is
+    refused (the listener is closed), so clients move on to other brokers and
+    librdkafka never prints its security.protocol hint (what a connection
+    accepted and closed at once makes it say); with the broker back, the
+    sidecar accepts and serves again."""
+    src = make_cluster("lst-src", brokers=1)
+    bid = src.broker_ids[0]
+    sg = make_syncgate(src)
+    wait_until(lambda: readyz(sg) == (200, "ready\n"), timeout=30, what="/readyz 200")
+    assert not connect_refused(sg.port)
+
+    src.stop_broker(bid, kill=True)
+    try:
+        t0 = time.monotonic()
+        wait_until(lambda: connect_refused(sg.port), timeout=10, what="connects to the sidecar refused")
+        print(f"\nconnects refused {time.monotonic() - t0:.1f} s after the broker was killed")
+        assert "WARN listener_paused" in sg.log()
+        log, ok = librdkafka_log(sg.port, 4)
+        assert not ok
+        assert "Connection refused" in log, log
+        assert "security.protocol" not in log, log
+        assert "ApiVersion" not in log, log
+        assert sg.http("/healthz") == (200, "ok\n")  # the admin listener stays
+        assert connect_refused(sg.port)
+    finally:
+        src.start_broker(bid)
+    wait_until(lambda: not connect_refused(sg.port), timeout=30, what="the sidecar accepts again")
+    assert "INFO listener_resumed" in sg.log()
+    log, ok = librdkafka_log(sg.port, 20)
+    assert ok, log
+    c = RawClient("127.0.0.1", sg.port)
+    try:
+        src.create_topic("lst-after")
+        (p,) = c.produce("lst-after", 0, [b"after"]).topics["lst-after"]
+        assert p.error_code == 0, p
+    finally:
+        c.close()
     assert sg.proc.alive()
 
 

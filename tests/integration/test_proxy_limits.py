@@ -15,7 +15,7 @@ import pytest
 
 from kafkabed import wait_until
 from rawkafka import RawClient, produce_body, record_batch
-from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_gate import NOT_ENOUGH_REPLICAS_AFTER_APPEND, wait_sync
 
 
@@ -296,4 +296,72 @@ def test_broker_killed_with_many_in_flight(make_syncgate, make_testmirror, make_
             else:
                 assert p.error_code in (NOT_ENOUGH_REPLICAS_AFTER_APPEND, 6, 7, 19), p
     print(f"\nS12: {oks} acked before the kill, all on the destination (HW {dest_hw})")
+    assert sg.proc.alive()
+
+
+def admin_sockets(port: int) -> tuple[int, int]:
+    """Established TCP connections to 127.0.0.1:port as (accepted, waiting):
+    a connection still in the listen backlog has no socket inode yet."""
+    accepted = waiting = 0
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "01" and int(local.split(":")[1], 16) == port:
+                if inode == "0":
+                    waiting += 1
+                else:
+                    accepted += 1
+    return accepted, waiting
+
+
+def test_admin_connection_cap(make_syncgate, source, topic_name):
+    """admin.max_connections: with the cap open and idle, further admin
+    connections are not served (they wait in the listen backlog, holding no
+    file descriptor of syncgate's) and a log line says so; the Kafka data
+    path still works; once the idle ones close, the waiting request is
+    answered, /metrics answers again and counts the cap reached."""
+    cap = 8
+    admin_port = free_port()
+    sg = make_syncgate(source, extra={"admin": {"listen": f"127.0.0.1:{admin_port}",
+                                                "max_connections": cap}})
+    assert sg.http("/healthz") == (200, "ok\n")
+    wait_until(lambda: sg.metric("syncgate_admin_connections") <= 1, timeout=10,
+               what="earlier admin connections closed")
+    idle = [socket.create_connection(("127.0.0.1", admin_port), timeout=5) for _ in range(cap + 4)]
+    waiting = None
+    try:
+        wait_until(lambda: "WARN admin_connections_at_cap" in sg.log(), timeout=10,
+                   what="admin_connections_at_cap logged")
+        # syncgate accepted `cap` of them; the others wait in the backlog
+        wait_until(lambda: admin_sockets(admin_port) == (cap, 4), timeout=5,
+                   what=f"{cap} admin connections accepted, 4 waiting")
+        waiting = socket.create_connection(("127.0.0.1", admin_port), timeout=5)
+        waiting.sendall(b"GET /healthz HTTP/1.0\r\n\r\n")
+        waiting.settimeout(2)
+        with pytest.raises(socket.timeout):
+            waiting.recv(100)  # not served while at the cap
+        # the Kafka data path is not affected
+        source.create_topic(topic_name)
+        c = RawClient("127.0.0.1", sg.port)
+        try:
+            (p,) = c.produce(topic_name, 0, [b"through"]).topics[topic_name]
+            assert p.error_code == 0, p
+        finally:
+            c.close()
+    finally:
+        for s in idle:
+            s.close()
+    try:
+        waiting.settimeout(10)
+        reply = b""
+        while chunk := waiting.recv(4096):
+            reply += chunk
+        assert reply.startswith(b"HTTP/1.0 200") or reply.startswith(b"HTTP/1.1 200"), reply
+        assert reply.endswith(b"ok\n"), reply
+    finally:
+        waiting.close()
+    assert sg.metric("syncgate_admin_connection_cap_reached_total") >= 1
+    assert sg.metric("syncgate_admin_connections") <= 1
+    assert "INFO admin_connections_below_cap" in sg.log()
     assert sg.proc.alive()

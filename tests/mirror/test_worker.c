@@ -15,6 +15,7 @@
 #include "conf/conf.h"
 #include "mirror/mirror.h"
 #include "mirror/internal.h"
+#include "mirror/worker.h"
 
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);
@@ -463,4 +464,19 @@ Test(mirror_worker, destination_ahead_of_source_never_releases, .timeout = 90)
 	cr_assert_eq(o1.calls, 1);
 	cr_assert_eq(o1.outcome, MIRROR_SATISFIED, "released once the destination is not ahead any more");
 	stop();
+}
+
+/* The destination broker's rule since Kafka 3.7: an acks=all write needs
+ * min(min.insync.replicas, replication factor) in-sync replicas; the worker
+ * reports that figure, so an RF-1 topic with min.insync.replicas=2 (what
+ * MirrorMaker 2 creates on a cluster defaulting to 2) does not fail the gate. */
+Test(worker, effective_min_isr_is_capped_by_the_replication_factor)
+{
+	cr_assert_eq(mirror_effective_min_isr(2, 1), 1);
+	cr_assert_eq(mirror_effective_min_isr(2, 3), 2);
+	cr_assert_eq(mirror_effective_min_isr(3, 3), 3);
+	cr_assert_eq(mirror_effective_min_isr(1, 1), 1);
+	cr_assert_eq(mirror_effective_min_isr(2, -1), 2, "replication factor unknown: the config as is");
+	cr_assert_eq(mirror_effective_min_isr(2, 0), 2, "no replica listed: the config as is");
+	cr_assert_eq(mirror_effective_min_isr(-1, 3), -1, "min.insync.replicas unknown stays unknown");
 }
