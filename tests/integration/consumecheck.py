@@ -38,8 +38,8 @@ from sgfixture import KAFKA_LIBS
 # Each argument after the topic is "name/isolation/bootstrap/partition": one
 # KafkaConsumer per argument, assigned that partition from offset 0. Prints
 # "B <name> <partition> <offset>,<CreateTime ms>,<value> ..." per poll that
-# returned records, "ERR <name> <exception>" per failed poll; stops at EOF on
-# stdin, then prints DONE.
+# returned records, "ERR <name> <exception>" per failed poll, "READY <name>"
+# after its first poll; stops at EOF on stdin, then prints DONE.
 JAVA = r"""
 import java.time.Duration;
 import java.util.*;
@@ -81,6 +81,7 @@ public class FaultConsumers {
         try (KafkaConsumer<String, String> k = new KafkaConsumer<>(c)) {
             k.assign(List.of(tp));
             k.seek(tp, 0);
+            boolean ready = false;
             while (!stop) {
                 ConsumerRecords<String, String> rs;
                 try {
@@ -90,6 +91,11 @@ public class FaultConsumers {
                     System.out.flush();
                     try { Thread.sleep(200); } catch (InterruptedException ie) { return; }
                     continue;
+                }
+                if (!ready) {
+                    System.out.println("READY " + name);
+                    System.out.flush();
+                    ready = true;
                 }
                 if (rs.isEmpty()) continue;
                 StringBuilder b = new StringBuilder("B ").append(name).append(' ').append(partition);
@@ -149,11 +155,13 @@ class ConsumeCheck:
         self._threads: list[threading.Thread] = []
         self._java: subprocess.Popen | None = None
         self._java_q: dict[str, queue.Queue] = {}
+        self._ready: set[str] = set()
         # CreateTime (wall clock, ms) -> time.monotonic()
         self._mono_minus_wall = time.monotonic() - time.time()
 
     # -- readers ---------------------------------------------------------------
     def start(self) -> None:
+        """Start the readers; returns once the Java ones have polled once."""
         for r in self.readers:
             if r.client == "rdkafka":
                 self._spawn(self._rdkafka, r)
@@ -171,6 +179,8 @@ class ConsumeCheck:
                 self._java_q[r.name] = queue.Queue()
                 self._spawn(self._java_reader, r)
             self._spawn(self._java_lines)
+            wait_until(lambda: self._ready >= {r.name for r in java}, timeout=120, interval=0.2,
+                       what="the Java consumers' first poll")
 
     def _spawn(self, fn, *args) -> None:
         t = threading.Thread(target=fn, args=args, daemon=True)
@@ -234,6 +244,8 @@ class ConsumeCheck:
                     off, ts, v = x.split(",", 2)
                     recs.append((int(off), int(ts), v.encode()))
                 self._java_q[f[1]].put((t, recs))
+            elif f[0] == "READY":
+                self._ready.add(f[1])
             elif f[0] == "ERR" and f[1] in self.errors:
                 with self._lock:
                     self.errors[f[1]].append(" ".join(f[2:]))

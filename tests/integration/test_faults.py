@@ -17,7 +17,7 @@ receive is checked against the destination at receipt and at the end, and
 each must read its partition to the end. See consumecheck.py.
 
 SG_FAULTS=N runs N faults (default 50, the CI run) in the first test,
-SG_FAULTS_PER_BROKER=N in the production shape (default 25);
+SG_FAULTS_PER_BROKER=N in the production shape (default 20);
 SG_FAULTS_SEED=S replays a schedule (the seed is printed)."""
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ def print_ack_report(r, sgs, seed):
 
 def test_random_faults_sidecar_per_broker_consumers_see_only_mirrored(
         bed, make_syncgate, make_testmirror, make_cluster, topic_name, tmp_path):
-    n = int(os.environ.get("SG_FAULTS_PER_BROKER", "25"))
+    n = int(os.environ.get("SG_FAULTS_PER_BROKER", "20"))
     seed = int(os.environ.get("SG_FAULTS_SEED", str(random.randrange(1 << 31))))
     print(f"\nfaults: {n}, seed: {seed} (replay: SG_FAULTS_PER_BROKER={n} SG_FAULTS_SEED={seed})")
     java_classes = compile_java(str(tmp_path))
