@@ -274,6 +274,7 @@ class ConsumeCheck:
             return dict(self._next)
 
     def stop(self) -> None:
+        """Stop every reader and the Java process (idempotent)."""
         if self._java is not None and self._java.poll() is None:
             try:
                 self._java.stdin.close()

@@ -144,15 +144,15 @@ def test_random_faults_sidecar_per_broker_consumers_see_only_mirrored(
     st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
     nodes = {i: f"127.0.0.1:{free_port()}" for i in ids}
     sgs = []
-    for i in ids:
+    for i in ids:  # one at a time: the first creates the state log
         sg = make_syncgate(src, mirrors=[mirror_conf("dr", dest, [topic_name])], broker_id=i,
                            advertise={"nodes": nodes}, name=f"sg-b{i}-{topic_name[-6:]}",
                            extra={**lifecycle_extra(st, tok), "listen": {"kafka": nodes[i]}})
         sg.token_file = tok
         sgs.append(sg)
+        wait_until(lambda: describe(sg).get("state_ready"), timeout=90, what=f"{sg.name} read the state log")
     for sg in sgs:
-        wait_until(lambda: describe(sg).get("state_ready"), timeout=30, what=f"{sg.name} read the state log")
-        wait_state(sg, "dr", topic_name, effective="SYNC")
+        wait_state(sg, "dr", topic_name, timeout=90, effective="SYNC")
     # each reader bootstraps through a sidecar that does not lead its partition:
     # librdkafka through the next broker's, Java through the one after
     readers = []
@@ -165,16 +165,19 @@ def test_random_faults_sidecar_per_broker_consumers_see_only_mirrored(
     run = FaultRun(sgs[0], src, dest, mirror, topic_name, PARTITIONS, seed, ctl=ctl, reload=reload,
                    describe_topic=lambda: effective_all_ready(sgs, topic_name), sidecars=sgs)
     t0 = time.monotonic()
-    check.start()
-    run.start_producers()
     try:
-        run.inject(n, ensure=("sg_kill_restart",))
-        time.sleep(2)
+        check.start()
+        run.start_producers()
+        try:
+            run.inject(n, ensure=("sg_kill_restart",))
+            time.sleep(2)
+        finally:
+            run.broker_back()
+            run.stop_producers()
+        r = run.verify()
+        c = check.finish(r["src_hw"], r["dst"], run.windows())
     finally:
-        run.broker_back()
-        run.stop_producers()
-    r = run.verify()
-    c = check.finish(r["src_hw"], r["dst"], run.windows())
+        check.stop()  # the readers and the Java process, whatever happened
     print_ack_report(r, sgs, seed)
     print(f"consumed: {c['consumed']} records by {len(readers)} readers ({c['redelivered']} again), "
           f"checked (effective SYNC throughout): {c['checked']}, destination HW unreadable at receipt: "
