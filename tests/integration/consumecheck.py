@@ -2,12 +2,12 @@
 checked record by record while faultdriver.py injects faults (used by
 test_faults.py).
 
-    check = ConsumeCheck(dest, topic, consumers, java_classes, log_dir)
+    check = ConsumeCheck(dest, topic, readers, java_classes, log_dir)
     check.start()                       # librdkafka threads + one Java process
     ...                                 # producers and faults (FaultRun)
     report = check.finish(src_hw, dst, windows)
 
-`consumers` are Reader(name, client, isolation, bootstrap, partition):
+`readers` are Reader(name, client, isolation, bootstrap, partition):
 client "rdkafka" (confluent-kafka, Fetch v11: topic names) or "java"
 (kafka-clients 4.3.1, Fetch v17+: TopicIds), each assigned one partition
 from offset 0. Right after records are received (one librdkafka poll drained,
