@@ -6,6 +6,12 @@
     run.inject(n_faults)             # the seeded schedule, one fault at a time
     run.stop_producers(); report = run.verify()
 
+With sidecars=[sg1, sg2, sg3] (one per source broker, sg is the first) the
+producers bootstrap through all of them, and each syncgate fault (SIGKILL +
+restart, SIGHUP, syncgate-ctl) picks one at random; describe_topic then
+answers for all of them (see test_faults.py). consumecheck.py checks the
+records consumers read through syncgate against the same SYNC windows.
+
 Producers write through syncgate with acks=all. In each delivery callback the
 destination high watermark is read at once (its own consumer): HW read after
 the ack and still <= offset is a violation, if the topic was effectively SYNC
@@ -33,6 +39,13 @@ from kafkabed import wait_until
 MARGIN = 0.5  # seconds around [send, ack] that must be SYNC for an ack to be checked
 
 
+def sync_throughout(lo: float, hi: float, windows) -> bool:
+    """Whether [lo - MARGIN, hi + MARGIN] (time.monotonic()) meets no
+    not-SYNC window (FaultRun.windows())."""
+    lo, hi = lo - MARGIN, hi + MARGIN
+    return not any(s <= hi and e >= lo for s, e in windows)
+
+
 @dataclass
 class Ack:
     producer: str
@@ -47,8 +60,10 @@ class Ack:
 
 class FaultRun:
     def __init__(self, sg, source, dest, mirror, topic: str, partitions: int, seed: int,
-                 ctl, reload, describe_topic):
+                 ctl, reload, describe_topic, sidecars=None):
         self.sg, self.source, self.dest, self.mirror = sg, source, dest, mirror
+        self.sidecars = sidecars or [sg]
+        self.bootstrap = ",".join(s.bootstrap for s in self.sidecars)
         self.topic, self.partitions, self.rng = topic, partitions, random.Random(seed)
         self.ctl, self.reload, self.describe_topic = ctl, reload, describe_topic
         self.acks: list[Ack] = []
@@ -73,7 +88,7 @@ class FaultRun:
         self._threads.append(t)
 
     def _produce(self, name: str, idem: bool) -> None:
-        p = Producer({"bootstrap.servers": self.sg.bootstrap, "acks": "all", "enable.idempotence": idem,
+        p = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": idem,
                       "linger.ms": 5, "request.timeout.ms": 5000, "message.timeout.ms": 60000,
                       "retry.backoff.ms": 100, "socket.connection.setup.timeout.ms": 3000,
                       "reconnect.backoff.max.ms": 500})
@@ -130,11 +145,16 @@ class FaultRun:
             t.join(120)
 
     # -- faults -----------------------------------------------------------------
-    def inject(self, n: int, log=print) -> None:
+    def inject(self, n: int, log=print, ensure=()) -> None:
+        """n faults drawn from the seeded schedule; a kind in `ensure` not
+        drawn yet when only as many faults are left as such kinds is forced."""
         kinds = ["sg_kill_restart", "sg_reload", "mirror_pause", "mirror_kill_restart",
                  "dest_broker_kill", "demote_promote"]
         for k in range(n):
             kind = self.rng.choice(kinds)
+            missing = [x for x in ensure if not self.faults[x]]
+            if missing and n - k <= len(missing) and kind not in missing:
+                kind = missing[0]
             if kind == "mirror_kill_restart" and self.down_broker is not None:
                 kind = "mirror_pause"  # resume needs a settled destination HW (see testmirror.c)
             t0 = time.monotonic()
@@ -144,13 +164,19 @@ class FaultRun:
             time.sleep(self.rng.uniform(0.2, 1.0))
         self.broker_back()
 
+    def _sidecar(self):
+        """The sidecar a syncgate fault hits (the only one, or one at random)."""
+        return self.sg if len(self.sidecars) == 1 else self.rng.choice(self.sidecars)
+
     def sg_kill_restart(self) -> None:
-        self.sg.kill()
+        sg = self._sidecar()
+        sg.kill()
         time.sleep(self.rng.uniform(0, 0.5))
-        self.sg.start()
+        sg.start()
 
     def sg_reload(self) -> None:
-        self.reload(self.sg, self.sg.config)
+        sg = self._sidecar()
+        self.reload(sg, sg.config)
 
     def mirror_pause(self) -> None:
         self.mirror.pause()
@@ -178,7 +204,8 @@ class FaultRun:
 
     def _ctl_alter(self, kind: str) -> None:
         """syncgate-ctl --alter; retried while the sidecar answers 503 (state log not read yet)."""
-        wait_until(lambda: self.ctl(self.sg, "--alter", "--mirror", "dr", "--topic", self.topic,
+        sg = self._sidecar()
+        wait_until(lambda: self.ctl(sg, "--alter", "--mirror", "dr", "--topic", self.topic,
                                     kind)[0] == 0, timeout=30, interval=0.2, what=f"syncgate-ctl --alter {kind}")
 
     def demote_promote(self) -> None:
@@ -209,8 +236,7 @@ class FaultRun:
         return out
 
     def gated(self, a: Ack, windows) -> bool:
-        lo, hi = a.t_send - MARGIN, a.t_ack + MARGIN
-        return not any(s <= hi and e >= lo for s, e in windows)
+        return sync_throughout(a.t_send, a.t_ack, windows)
 
     def verify(self) -> dict:
         # librdkafka reports some successes without an offset (a retried
@@ -237,6 +263,7 @@ class FaultRun:
         present = set(dst.values())
         missing += [a for a in no_offset if a.value not in present]
         return {"acks": len(self.acks), "no_offset": len(no_offset), "checked": len(checked), "violations": violations,
+                "src_hw": src_hw, "dst": dst,
                 "hw_unreadable": len(unread), "hw_late": len(late), "missing_or_different": missing,
                 "faults": dict(self.faults), "errors": dict(self.errors), "samples": len(self.sampled),
                 "non_sync_samples": sum(e != "SYNC" for _, e in self.sampled),
