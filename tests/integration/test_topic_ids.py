@@ -338,3 +338,43 @@ def test_fetch_from_follower_one_sidecar_per_broker(tid_classes, make_syncgate, 
         wait_until(lambda: len(run.of(g)) == 2 * n, timeout=30, what="G once mirrored")
     finally:
         mirror.resume()
+
+
+def test_fence_refuses_produce_v13_naming_an_id_the_sidecar_never_saw(bed, make_syncgate, make_testmirror,
+                                                                       source, dest, topic_name):
+    """A failover fence on topic T, and a Produce v13 naming T by a TopicId
+    this sidecar never saw in a Metadata answer: refused (NOT_ENOUGH_REPLICAS,
+    retriable) while it asks its broker — the old source appends nothing —
+    and the retry is refused by name as fenced."""
+    from rawkafka import RawClient
+    from test_failover import NOT_ENOUGH_REPLICAS, sidecar
+    from test_lifecycle import call
+    source.create_topic(topic_name, partitions=1)
+    dest.create_topic(topic_name, partitions=1)
+    make_testmirror([topic_name])
+    sg = sidecar(bed, make_syncgate, source, dest, topic_name)
+    host, port = source.brokers[source.broker_ids[0]].rsplit(":", 1)
+    direct = RawClient(host, int(port))
+    try:  # the client learnt the id elsewhere (another sidecar; here the broker itself)
+        _, topics = direct.metadata([topic_name])
+    finally:
+        direct.close()
+    tid = topics[topic_name][0]
+    status, body = call(sg, "/v1/fence", {"mirror": "dr", "topics": topic_name, "fence": True})
+    assert status == 200 and body["topics"][0]["result"] == "FENCED", body
+    hw = source.high_watermark(topic_name, 0)
+    c = RawClient("127.0.0.1", sg.port)
+    try:
+        (p1,) = c.produce(topic_name, 0, [b"after-fence-1"], version=13, topic_id=tid,
+                          timeout_ms=5000).topics[tid.hex()]
+        (p2,) = c.produce(topic_name, 0, [b"after-fence-2"], version=13, topic_id=tid,
+                          timeout_ms=5000).topics[tid.hex()]
+    finally:
+        c.close()
+    assert p1.error_code == NOT_ENOUGH_REPLICAS, p1
+    assert p2.error_code == NOT_ENOUGH_REPLICAS and "fenced" in (p2.error_message or ""), p2
+    assert source.high_watermark(topic_name, 0) == hw, "a fenced topic got records through an unknown id"
+    assert sg.metric('syncgate_topic_id_unresolved_total{api="Produce",decision="failed"') >= 1
+    assert "topic_id_unresolved" in sg.log()
+    status, body = call(sg, "/v1/fence", {"mirror": "dr", "topics": topic_name, "fence": False})
+    assert status == 200, body
