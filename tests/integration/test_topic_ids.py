@@ -378,3 +378,36 @@ def test_fence_refuses_produce_v13_naming_an_id_the_sidecar_never_saw(bed, make_
     assert "topic_id_unresolved" in sg.log()
     status, body = call(sg, "/v1/fence", {"mirror": "dr", "topics": topic_name, "fence": False})
     assert status == 200, body
+
+
+def test_gated_topic_recreated_new_records_wait_for_the_mirror(tid_classes, make_syncgate, make_testmirror,
+                                                               source, dest, topic_name):
+    """G (gated) deleted and recreated on the source (a new TopicId) while a
+    consumer (Metadata through B) reads it through A and the mirror is
+    paused: the destination still holds the old topic's records, so none of
+    the new topic's records may be shown as mirrored — the old topic's
+    progress is not attributed to the new one (the consumer's offset reset,
+    ListOffsets, is answered clamped too)."""
+    g, u, mirror = gated_and_ungated(source, dest, make_testmirror, topic_name)
+    a, b = two_sidecars(source, dest, make_syncgate, g)
+    run = None
+    try:
+        fill(source, dest, a, mirror, g, u)
+        run = TidRun(tid_classes, b.bootstrap, [f"{u}:0", f"{g}:0"], 1000, 90000)
+        wait_until(lambda: len(run.of(g)) == 10, timeout=20, what="old G up to the mirrored HW")
+        source.delete_topic(g)
+        wait_until(lambda: g not in source.topics(), timeout=30, what="G deleted")
+        source.create_topic(g, partitions=1)
+        source.produce(g, 3, partition=0, values=[f"newg{i}" for i in range(3)], acks=1,
+                       enable_idempotence=False)
+        # the consumer finds the new topic (UNKNOWN_TOPIC_ID, metadata, offset
+        # reset); the destination still holds the old topic's records at the
+        # same offsets, so nothing of the new one counts as mirrored
+        time.sleep(10)
+        new = [(o, v) for _, tp, o, v in run.recs if tp == g and v.startswith("newg")]
+        assert new == [], f"records of the recreated G shown before any mirror copied them: {new}"
+        assert run.of(g) == list(range(10)), "only the old G's mirrored records"
+    finally:
+        mirror.resume()
+        if run:
+            run.kill()
