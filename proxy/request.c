@@ -101,6 +101,11 @@ static void produce_v14_to_v13(struct evbuffer *in)
 /* Look up the TopicIds a Produce v13 request names that the map does not know. */
 static int produce_lookup_ahead(struct proxy_conn *c, const struct codec_produce_request *req)
 {
+	bool unknown = c->nlookup_pending > 0;
+	for (size_t t = 0; t < req->ntopics && !unknown; t++)
+		unknown = !req->topics[t].name && !proxy_topic_ids_name(c->srv->topic_ids, req->topics[t].topic_id);
+	if (!unknown)
+		return 0; /* the usual case: every id known, nothing allocated */
 	uint8_t (*ids)[16] = calloc(req->ntopics ? req->ntopics : 1, sizeof(*ids));
 	size_t n = 0;
 	if (!ids)
