@@ -843,6 +843,21 @@ struct codec_fetch_request_info {
 enum codec_err codec_fetch_request_info(const struct codec_iov *iov, int niov, int16_t version,
 					struct codec_fetch_request_info *out) CODEC_WUR;
 
+/**
+ * The distinct TopicIds a Fetch request body (after the header) names in
+ * Topics, v13+ (none before v13: topics by name). *ids: malloc'd, *n of
+ * them (NULL, 0 when none or on error). v4–v18.
+ */
+enum codec_err codec_fetch_request_topic_ids(const struct codec_iov *iov, int niov, int16_t version,
+					     uint8_t (**ids)[16], size_t *n) CODEC_WUR;
+/**
+ * A whole Metadata v12 request frame (size prefix, header v2) asking for the
+ * `n` topics `ids` by TopicId (Name null; no auto-creation), appended to
+ * `out` (initialised by the caller). 0, or -1 (n = 0, or the buffer's limit).
+ */
+int codec_metadata_request_by_ids(const uint8_t (*ids)[16], size_t n, int32_t correlation_id,
+				  const char *client_id, struct codec_buf *out) CODEC_WUR;
+
 /** One clamped (gated) partition of a Fetch response. */
 struct codec_fetch_clamp_part {
 	size_t topic;                 /* index into the response's topics */

@@ -451,6 +451,16 @@ void mirror_failover_cancel(struct mirror_failover *f);
 int mirror_gate_mirrored_hw(struct mirror_gate *g, const char *topic, int32_t partition,
 			    int64_t *out);
 
+/**
+ * Whether every topic whose consumers are clamped now (what
+ * mirror_gate_mirrored_hw() answers 1 for) satisfies `known(arg, topic)`.
+ * False while the state log is being read (every topic, named or not, is
+ * clamped then); true when no mirror clamps consumers. A topic never looked
+ * at is effectively ASYNC, so not clamped. O(topics); loop thread.
+ */
+bool mirror_gate_clamped_topics_all(struct mirror_gate *g, bool (*known)(void *arg, const char *topic),
+				    void *arg);
+
 /** Called once, on the loop thread, when a watch fires. */
 typedef void (*mirror_hw_cb)(void *arg);
 struct mirror_hw_watch;

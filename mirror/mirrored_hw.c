@@ -144,6 +144,35 @@ int mirror_gate_mirrored_hw(struct mirror_gate *g, const char *topic, int32_t pa
 	return 1;
 }
 
+struct clamped_all_ctx {
+	bool (*known)(void *arg, const char *topic);
+	void *arg;
+	bool all;
+};
+
+static void clamped_all_one(struct mirror_tstate *t, void *arg)
+{
+	struct clamped_all_ctx *x = arg;
+	if (x->all && link_clamps(t) && !x->known(x->arg, t->topic))
+		x->all = false;
+}
+
+bool mirror_gate_clamped_topics_all(struct mirror_gate *g, bool (*known)(void *arg, const char *topic),
+				    void *arg)
+{
+	bool any_clamp = false;
+	for (size_t i = 0; i < g->nlinks; i++)
+		if (!g->links[i]->cm || g->links[i]->cm->consumers != CONF_CONSUMERS_PASS)
+			any_clamp = true;
+	if (!any_clamp)
+		return true; /* no mirror clamps consumers: no topic is clamped */
+	if (!g->state_ready || g->replaying)
+		return false; /* every topic is clamped, also those never named */
+	struct clamped_all_ctx x = { known, arg, true };
+	mirror_each_topic(g, NULL, clamped_all_one, &x);
+	return x.all;
+}
+
 struct mirror_hw_watch *mirror_gate_hw_watch(struct mirror_gate *g, const char *topic,
 					     int32_t partition, int64_t above, int64_t until_ms,
 					     mirror_hw_cb cb, void *arg)

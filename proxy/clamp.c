@@ -374,14 +374,32 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 
 /* ---- the clamp ---------------------------------------------------------- */
 
+/*
+ * codec_clamp_fn: the mirrored HW of (topic, partition). A Fetch v13+
+ * partition names its topic by TopicId only, resolved with the map this
+ * sidecar learnt from its own broker (its lookup ran ahead of the request,
+ * topic_lookup.c); one it still cannot resolve is decided by
+ * proxy_topic_id_clamp_rule (never withheld unless it may be gated), counted
+ * and warned.
+ */
 static int clamp_hw_fn(void *ctx, const char *topic, const uint8_t *topic_id, int32_t partition,
 		       int64_t *mhw)
 {
 	struct proxy_conn *c = ctx;
-	if (!topic && topic_id)
-		topic = proxy_topic_ids_name(c->srv->topic_ids, topic_id);
+	if (!topic && topic_id) {
+		const char *name = NULL;
+		enum proxy_topic_id_state st = proxy_topic_ids_resolve(c->srv->topic_ids, topic_id, &name);
+		if (st == PROXY_TOPIC_ID_LIVE) {
+			topic = name;
+		} else {
+			int gated = proxy_topic_id_clamp_rule(c->srv, st, name, partition, mhw);
+			proxy_topic_id_unresolved(c, topic_id, st, PROXY_TOPIC_ID_API_FETCH,
+						  gated ? PROXY_TOPIC_ID_WITHHELD : PROXY_TOPIC_ID_PASSED);
+			return gated;
+		}
+	}
 	if (!topic) {
-		*mhw = -1; /* a TopicId nobody told us about may be gated: fail closed */
+		*mhw = -1; /* no name and no id (malformed): fail closed */
 		return 1;
 	}
 	int gated = mirror_gate_mirrored_hw(c->srv->gate, topic, partition, mhw);

@@ -14,6 +14,10 @@
  *   acks=0: there is no response to carry an error, and dropping the records
  *     silently is not allowed: the connection is closed (the client sees a
  *     disconnect and reconnects).
+ * While any fence stands, a Produce v13 naming a TopicId this sidecar cannot
+ * resolve may be writing to a fenced topic: it is refused the same way
+ * (NOT_ENOUGH_REPLICAS, acks=0: closed) while a lookup (topic_lookup.c) asks
+ * the broker, so the client's retry is decided by name.
  * Loop thread.
  */
 #include <stdio.h>
@@ -57,7 +61,7 @@ static int answer_refused(struct proxy_conn *c, const struct codec_request_heade
 		const struct codec_produce_topic_req *rt = &req->topics[t];
 		struct codec_produce_topic_resp *ot = &resp.topics[t];
 		const char *name = req_topic_name(c, rt);
-		bool own = name && mirror_gate_fenced_by(c->srv->gate, name);
+		bool own = name && mirror && mirror_gate_fenced_by(c->srv->gate, name);
 		if (rt->name && !(ot->name = strdup(rt->name)))
 			goto out;
 		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
@@ -65,7 +69,10 @@ static int answer_refused(struct proxy_conn *c, const struct codec_request_heade
 		if (!ot->partitions)
 			goto out;
 		ot->npartitions = rt->npartitions;
-		if (own)
+		if (!mirror)
+			snprintf(msg, sizeof(msg), "syncgate: a failover fence stands and this request names a "
+				 "TopicId not resolved yet; retry");
+		else if (own)
 			snprintf(msg, sizeof(msg), "syncgate: topic %s is fenced for the failover of mirror %s; "
 				 "produce to the new primary (syncgate-ctl unfence lifts the fence)", name, mirror);
 		else
@@ -117,9 +124,30 @@ int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, c
 	if (!c->srv->gate)
 		return 0;
 	const char *mirror = NULL, *topic = NULL;
+	bool unresolved = false;
 	for (size_t t = 0; t < req->ntopics && !mirror; t++) {
 		topic = req_topic_name(c, &req->topics[t]);
 		mirror = topic ? mirror_gate_fenced_by(c->srv->gate, topic) : NULL;
+		unresolved |= !topic;
+	}
+	if (!mirror && unresolved && mirror_gate_any_fenced(c->srv->gate)) {
+		/* a TopicId this sidecar cannot name may be a fenced topic: refused
+		 * (retriable) while its broker is asked; the retry is decided by name */
+		for (size_t t = 0; t < req->ntopics; t++)
+			if (!req_topic_name(c, &req->topics[t]))
+				proxy_topic_id_unresolved(c, req->topics[t].topic_id,
+							  proxy_topic_ids_resolve(c->srv->topic_ids,
+										  req->topics[t].topic_id, NULL),
+							  PROXY_TOPIC_ID_API_PRODUCE, PROXY_TOPIC_ID_FAILED);
+		if (req->acks == 0 || proxy_topic_lookup_ahead(c, NULL, 0) < 0)
+			return -1;
+		fence_metrics_init();
+		metric_add(m_refused, 1);
+		if (answer_refused(c, h, wire_version, req, "?", NULL) < 0)
+			return -1;
+		evbuffer_drain(in, len + 4);
+		proxy_fifo_flush(c);
+		return 1;
 	}
 	if (!mirror)
 		return 0;

@@ -336,6 +336,9 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				wp->outcome = MIRROR_TIMEOUT;
 				mirror_wait_part_set_message(wp, "syncgate: unknown TopicId, cannot confirm mirrors");
 				metric_add(m_unknown_id, 1);
+				proxy_topic_id_unresolved(c, rt->topic_id,
+							  proxy_topic_ids_resolve(c->srv->topic_ids, rt->topic_id, NULL),
+							  PROXY_TOPIC_ID_API_PRODUCE, PROXY_TOPIC_ID_FAILED);
 				pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 				continue;
 			}

@@ -34,6 +34,9 @@
 
 struct proxy_server;
 struct proxy_conn;
+struct proxy_entry;
+
+#include "proxy/topic_ids.h"
 
 /* ------------------------------------------------------------------------ */
 /* Correlation FIFO                                                         */
@@ -115,7 +118,9 @@ struct proxy_entry {
 	/* HELD */
 	struct proxy_conn *conn;               /* back pointer for the gate's callback */
 	uint8_t *raw;                          /* the broker's response frame body (header
-						* included), decoded again at release; owned */
+						* included), decoded again at release; owned.
+						* INTERNAL TopicId lookup: the ids it asks
+						* (topic_lookup.c, freed by its release) */
 	uint32_t raw_len, hdr_len;
 	struct mirror_wait_part *parts;        /* owned; topic names borrowed from `produce` or
 						* the TopicId map; followed in the same allocation
@@ -262,6 +267,9 @@ struct proxy_conn {
 	char sasl_principal[128];      /* sasl_user once the broker accepted it ("" none) */
 	bool clamp_lagging;            /* the last clamped Fetch response left records out: the next
 					* one is buffered whole (and may be held), not streamed */
+	uint8_t lookup_pending[PROXY_LOOKUP_PENDING][16]; /* TopicIds met unresolved in responses:
+					* looked up ahead of the next request (topic_lookup.c) */
+	uint8_t nlookup_pending;
 	bool principal_exempt;         /* TLS certificate or SASL user matches consumers.exempt_principals */
 	uint64_t principal_exempt_gen; /* srv->conf_gen + 1 it was decided under (0: decide again):
 					* once per config and principal, which rarely change */
@@ -283,9 +291,10 @@ struct proxy_listener {
 TAILQ_HEAD(proxy_listener_list, proxy_listener);
 
 /**
- * TopicId → name map, learnt from Metadata responses passing through, and
- * from syncgate's own Metadata request injected ahead of a Produce v13
- * request that names an unknown id (request.c).
+ * TopicId → name map (topic_ids.c), learnt from this sidecar's own broker:
+ * Metadata responses passing through, and syncgate's own Metadata lookups
+ * injected ahead of a request that names an id it does not know
+ * (topic_lookup.c).
  */
 struct proxy_topic_ids;
 
@@ -606,12 +615,7 @@ int proxy_client_timeout_answer(const struct proxy_conn *c);
 int proxy_advertise_endpoint(void *srv, int32_t node_id, const char *host, int32_t port,
 			     const char **out_host, int32_t *out_port);
 
-/* topic_ids.c */
-struct proxy_topic_ids *proxy_topic_ids_new(void);
-void proxy_topic_ids_free(struct proxy_topic_ids *m);
-void proxy_topic_ids_learn(struct proxy_topic_ids *m, const uint8_t id[16], const char *name);
-/** Name for a TopicId, or NULL. Borrowed until the map changes. */
-const char *proxy_topic_ids_name(const struct proxy_topic_ids *m, const uint8_t id[16]);
+/* topic_ids.c, topic_lookup.c: proxy/topic_ids.h */
 
 /* admin.c: /metrics, /healthz, /readyz and the admin API */
 struct proxy_admin;

@@ -4,9 +4,10 @@
  * upstream as v13, identical on the wire), after recording what its response
  * will need: a FIFO entry (none for acks=0 Produce), the decoded Produce
  * request for the gate, the SASL mechanism of a SaslHandshake. A Produce v13
- * request naming a TopicId nobody has told us about is preceded upstream by
- * syncgate's own Metadata request (an INTERNAL entry) so the gate can name
- * the topic when the response comes. Loop thread.
+ * or Fetch v13+ request naming a TopicId this sidecar does not know is
+ * preceded upstream by its own Metadata lookup (topic_lookup.c, an INTERNAL
+ * entry) so the gate and the clamp can name the topic when the response
+ * comes. Loop thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,35 +98,50 @@ static void produce_v14_to_v13(struct evbuffer *in)
 	}
 }
 
-/* Whether a Produce request names a topic by an id the map does not know. */
-static bool has_unknown_topic_id(struct proxy_conn *c, const struct codec_produce_request *req)
+/* Look up the TopicIds a Produce v13 request names that the map does not know. */
+static int produce_lookup_ahead(struct proxy_conn *c, const struct codec_produce_request *req)
 {
+	bool unknown = c->nlookup_pending > 0;
+	for (size_t t = 0; t < req->ntopics && !unknown; t++)
+		unknown = !req->topics[t].name && !proxy_topic_ids_name(c->srv->topic_ids, req->topics[t].topic_id);
+	if (!unknown)
+		return 0; /* the usual case: every id known, nothing allocated */
+	uint8_t (*ids)[16] = calloc(req->ntopics ? req->ntopics : 1, sizeof(*ids));
+	size_t n = 0;
+	if (!ids)
+		return -1;
 	for (size_t t = 0; t < req->ntopics; t++)
-		if (!req->topics[t].name &&
-		    !proxy_topic_ids_name(c->srv->topic_ids, req->topics[t].topic_id))
-			return true;
-	return false;
+		if (!req->topics[t].name)
+			memcpy(ids[n++], req->topics[t].topic_id, 16);
+	int rc = proxy_topic_lookup_ahead(c, (const uint8_t (*)[16])ids, n);
+	free(ids);
+	return rc;
 }
 
 /*
- * Ask the broker for every topic's id (Metadata v12, all topics) ahead of a
- * Produce v13 request naming an unknown TopicId. The broker answers requests
- * of a connection in order, so the map knows the id by the time the Produce
- * response is gated. The entry is INTERNAL: its response is consumed, never
- * sent to the client. At most one such request is in flight per connection.
+ * Ahead of a request that is not a Produce: the TopicIds a consumer Fetch
+ * v13+ names, and those the connection met unresolved in earlier responses,
+ * are looked up before the request goes upstream (topic_lookup.c).
  */
-static int learn_topic_ids_upstream(struct proxy_conn *c)
+static int fetch_lookup_ahead(struct proxy_conn *c, struct evbuffer *in, size_t len,
+			      const struct codec_request_header *h)
 {
-	if (proxy_internal_in_flight(c, CODEC_API_METADATA))
+	const struct conf *cf = c->srv->conf;
+	if (cf->nmirrors == 0 || cf->consumers_clamp != CONF_CONSUMERS_CLAMP)
 		return 0;
-	/* size, header v2 (key 3, version 12, correlation id -1, client id
-	 * "syncgate", no tags), body (Topics null, AllowAutoTopicCreation
-	 * false, IncludeTopicAuthorizedOperations false, no tags) */
-	static const uint8_t frame[] = { 0, 0, 0, 23, 0, 3, 0, 12, 0xff, 0xff, 0xff, 0xff, 0, 8,
-					 's', 'y', 'n', 'c', 'g', 'a', 't', 'e', 0, 0, 0, 0, 0 };
-	LOG_D("topic_ids_learn", "conn=%llu reason=\"Produce names an unknown TopicId\"",
-	      (unsigned long long)c->id);
-	return proxy_internal_send(c, frame, sizeof(frame), CODEC_API_METADATA, 12);
+	uint8_t (*ids)[16] = NULL;
+	size_t n = 0;
+	if (h->api_key == CODEC_API_FETCH && h->api_version >= 13) {
+		struct codec_iov iov[PROXY_MAX_IOV];
+		int niov = proxy_buf_iov(in, 4 + h->len, len - h->len, iov, PROXY_MAX_IOV);
+		if (niov < 0 || codec_fetch_request_topic_ids(iov, niov, h->api_version, &ids, &n) != CODEC_OK)
+			n = 0; /* unreadable: the clamp fails closed on what it cannot name */
+	} else if (c->nlookup_pending == 0) {
+		return 0;
+	}
+	int rc = proxy_topic_lookup_ahead(c, (const uint8_t (*)[16])ids, n);
+	free(ids);
+	return rc;
 }
 
 static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
@@ -167,8 +183,7 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		forward(c, in, len);
 		return 0;
 	}
-	if (wire_version >= 13 && c->srv->conf->nmirrors > 0 && has_unknown_topic_id(c, req) &&
-	    learn_topic_ids_upstream(c) < 0) {
+	if (wire_version >= 13 && c->srv->conf->nmirrors > 0 && produce_lookup_ahead(c, req) < 0) {
 		codec_produce_request_free(req);
 		free(req);
 		return -1;
@@ -245,6 +260,8 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		return handle_produce(c, in, len, &h);
 	}
 	metric_add(m_frames[1], 1);
+	if (fetch_lookup_ahead(c, in, len, &h) < 0)
+		return -1;
 	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
 	if (!e)
 		return -1;

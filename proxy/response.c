@@ -78,7 +78,7 @@ static int respond_spliced(struct proxy_conn *c, struct proxy_entry *e, struct e
 	return 0;
 }
 
-/* Learn TopicId → name from a Metadata response (v10+). */
+/* Learn TopicId → name from a client's Metadata response (v10+) from this broker. */
 static void learn_topic_ids(struct proxy_conn *c, const struct codec_iov *iov, int niov,
 			    int16_t version)
 {
@@ -87,7 +87,9 @@ static void learn_topic_ids(struct proxy_conn *c, const struct codec_iov *iov, i
 	struct codec_metadata_topics t = { 0 };
 	if (codec_metadata_response_topics(iov, niov, version, &t) == CODEC_OK)
 		for (size_t i = 0; i < t.n; i++)
-			proxy_topic_ids_learn(c->srv->topic_ids, t.v[i].topic_id, t.v[i].name);
+			if (t.v[i].error_code == CODEC_ERROR_NONE)
+				proxy_topic_ids_learn(c->srv->topic_ids, t.v[i].topic_id, t.v[i].name,
+						      PROXY_TOPIC_ID_SEEN);
 	codec_metadata_topics_free(&t);
 }
 
@@ -137,7 +139,8 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 }
 
 /* A response to syncgate's own request (internal.c): a Metadata response
- * teaches TopicIds, a keepalive's is dropped; nothing is sent. */
+ * answers a TopicId lookup (topic_lookup.c), a keepalive's is dropped;
+ * nothing is sent. */
 static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 			      struct evbuffer *in, size_t len, size_t hdr_len)
 {
@@ -146,7 +149,7 @@ static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 			   ? proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV)
 			   : -1;
 	if (niov >= 0)
-		learn_topic_ids(c, iov, niov, e->api_version);
+		proxy_topic_lookup_answer(c, e, iov, niov);
 	evbuffer_drain(in, len + 4);
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	proxy_fifo_flush(c);

@@ -9,7 +9,8 @@ stops the run's processes if pytest itself dies):
   source, dest   (session)  Cluster: one KRaft node each, named "source" and
                             "dest", started in parallel on first use
   topic_name     (function) a fresh topic name for this test, e.g. "t-test_x-1a2b3c"
-  make_cluster   (function) make_cluster(name, brokers=3, props=None, listeners=()) -> Cluster,
+  make_cluster   (function) make_cluster(name, brokers=3, props=None, listeners=(),
+                            node_props=None) -> Cluster,
                             stopped (SIGKILL) when the test ends
   make_testmirror(function) make_testmirror(topics, name=None, source=None, dest=None,
                             create_topics=False, rf=1, extra=()) -> Mirror
@@ -99,8 +100,9 @@ def topic_name(request) -> str:
 def make_cluster(bed):
     made: list[Cluster] = []
 
-    def factory(name: str, brokers: int = 3, props=None, listeners=()) -> Cluster:
-        c = bed.start_cluster(name, brokers=brokers, props=props, listeners=listeners)
+    def factory(name: str, brokers: int = 3, props=None, listeners=(), node_props=None) -> Cluster:
+        c = bed.start_cluster(name, brokers=brokers, props=props, listeners=listeners,
+                              node_props=node_props)
         made.append(c)
         return c
 

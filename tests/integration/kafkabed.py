@@ -120,13 +120,19 @@ class KafkaBed:
 
     # -- clusters ------------------------------------------------------------
     def start_cluster(self, name: str, brokers: int = 1, props: Optional[dict] = None,
-                      timeout: float = 120, listeners: Sequence[str] = ()) -> "Cluster":
+                      timeout: float = 120, listeners: Sequence[str] = (),
+                      node_props: Optional[dict] = None) -> "Cluster":
         """Start a KRaft cluster (see cluster.sh) and return it once ready.
         listeners: extra broker listeners "NAME:PROTOCOL" (e.g. "SSL:SSL"),
-        each on its own port: Cluster.listener(broker_id, NAME)."""
+        each on its own port: Cluster.listener(broker_id, NAME).
+        node_props: {node id: {key: value}} for one node only (e.g.
+        {1: {"broker.rack": "r1"}})."""
         args = ["start", name, "--brokers", str(brokers), "--timeout", str(int(timeout))]
         for k, v in (props or {}).items():
             args += ["--prop", f"{k}={v}"]
+        for node, kv in (node_props or {}).items():
+            for k, v in kv.items():
+                args += ["--node-prop", f"{node}:{k}={v}"]
         for lst in listeners:
             args += ["--listener", lst]
         t0 = time.monotonic()

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # cluster.sh — real Apache Kafka (KRaft) clusters for tests and the sandbox.
 #
-#   cluster.sh start NAME [--brokers N] [--dir RUN_DIR] [--prop k=v]... [--timeout S]
+#   cluster.sh start NAME [--brokers N] [--dir RUN_DIR] [--prop k=v]... [--node-prop ID:k=v]... [--timeout S]
 #       One node (combined broker+controller, node id 1) by default. With
 #       --brokers N>1: a separate controller (node id 100) plus broker-only
 #       nodes 1..N, so brokers can be stopped while the controller keeps
 #       shrinking ISR (min.insync.replicas tests). Ports are free 127.0.0.1
 #       ports. Waits until every broker answers and metadata shows N brokers.
-#       --prop overrides/extends every node's server.properties.
+#       --prop overrides/extends every node's server.properties;
+#       --node-prop ID:k=v (repeatable) only node ID's, after them (e.g.
+#       per-broker broker.rack).
 #       --listener NAME:PROTOCOL (repeatable) adds a listener NAME (e.g.
 #       SSL:SSL, SASL:SASL_PLAINTEXT) on its own free port to every broker,
 #       advertised too; configure it with --prop listener.name.<name>.* and
@@ -98,13 +100,15 @@ wait_brokers() {
 }
 
 cmd_start() {
-  local name="" brokers=1 props=() extra=()
+  local name="" brokers=1 props=() extra=() node_props=()
   TIMEOUT=90
   while [ $# -gt 0 ]; do
     case "$1" in
       --brokers) brokers="$2"; shift 2 ;;
       --dir) SG_RUN_DIR="$2"; shift 2 ;;
       --prop) props+=("$2"); shift 2 ;;
+      --node-prop) [[ "$2" =~ ^[0-9]+:.+=.*$ ]] || sg_die "--node-prop ID:key=value"
+                   node_props+=("$2"); shift 2 ;;
       --listener) [[ "$2" =~ ^[A-Z0-9_]+:[A-Z_]+$ ]] || sg_die "--listener NAME:PROTOCOL (upper case)"
                   extra+=("$2"); shift 2 ;;
       --timeout) TIMEOUT="$2"; shift 2 ;;
@@ -219,6 +223,9 @@ replica.lag.time.max.ms=6000
 controlled.shutdown.enable=true
 EOF
       for p in "${props[@]+"${props[@]}"}"; do echo "$p"; done
+      for p in "${node_props[@]+"${node_props[@]}"}"; do
+        if [ "${p%%:*}" = "$node" ]; then echo "${p#*:}"; fi
+      done
     } > "$nd/server.properties"
   done
 
