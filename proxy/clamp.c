@@ -42,6 +42,7 @@
 #include <event2/bufferevent_ssl.h>
 
 #include "proxy/proxy.h"
+#include "proxy/security.h"
 
 struct proxy_clamp;
 
@@ -289,14 +290,13 @@ static void lower_max_bytes(struct proxy_conn *c, struct evbuffer *in, size_t of
 	p[off + 1] = (unsigned char)(want >> 16);
 	p[off + 2] = (unsigned char)(want >> 8);
 	p[off + 3] = (unsigned char)want;
-	static int64_t last_log_ms;
-	int64_t now = mirror_now_ms();
-	if (now - last_log_ms >= 10000) {
-		last_log_ms = now;
+	static struct proxy_log_limit lowered_log = {.interval_ms = 10000};
+	uint64_t suppressed = 0;
+	if (proxy_log_allow(&lowered_log, mirror_now_ms(), &suppressed))
 		LOG_I("fetch_max_bytes_lowered", "conn=%llu peer=%s from=%d to=%lld reason=\"clamped "
-		      "Fetch responses are buffered whole, up to limits.max_frame_bytes=%lld\"",
-		      (unsigned long long)c->id, c->peer, max_bytes, (long long)want, (long long)limit);
-	}
+		      "Fetch responses are buffered whole, up to limits.max_frame_bytes=%lld\" suppressed=%llu",
+		      (unsigned long long)c->id, c->peer, max_bytes, (long long)want, (long long)limit,
+		      (unsigned long long)suppressed);
 }
 
 int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,

@@ -123,7 +123,7 @@ static bool any_topic_gated(struct proxy_conn *c, const struct proxy_produce_sum
  */
 static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t i)
 {
-	static int64_t last_ms = -60000;
+	static struct proxy_log_limit txn_log = {.interval_ms = 60000};
 	const struct mirror_wait_part *wp = &e->parts[i];
 	const char *kept;
 	const struct proxy_produce_part *q = request_partition(c, e->produce, wp->topic, wp->partition, &kept);
@@ -146,14 +146,14 @@ static void warn_txn_timeout(struct proxy_conn *c, struct proxy_entry *e, size_t
 				      "timed out waiting for an offsets: mm2 mirror; a MirrorMaker 2 reading "
 				      "read_committed cannot copy them before the COMMIT that waits for their "
 				      "acks (log gate_txn_timeout_mm2).", labels, NULL, 0), 1);
-		if (mirror_now_ms() - last_ms < 60000)
-			return;
-		LOG_W("gate_txn_timeout_mm2", "conn=%llu topic=%s partition=%d mirror=%s hint=\"a held "
-		      "transactional batch timed out waiting for a MirrorMaker 2 mirror: if MM2 reads "
-		      "read_committed (exactly-once), it waits for the COMMIT that waits for these acks; "
-		      "run MM2 read_uncommitted or keep transactional topics ASYNC\"",
-		      (unsigned long long)c->id, wp->topic, wp->partition, mi->name);
-		last_ms = mirror_now_ms();
+		uint64_t suppressed = 0;
+		if (proxy_log_allow(&txn_log, mirror_now_ms(), &suppressed))
+			LOG_W("gate_txn_timeout_mm2", "conn=%llu topic=%s partition=%d mirror=%s hint=\"a held "
+			      "transactional batch timed out waiting for a MirrorMaker 2 mirror: if MM2 reads "
+			      "read_committed (exactly-once), it waits for the COMMIT that waits for these acks; "
+			      "run MM2 read_uncommitted or keep transactional topics ASYNC\" suppressed=%llu",
+			      (unsigned long long)c->id, wp->topic, wp->partition, mi->name,
+			      (unsigned long long)suppressed);
 		return;
 	}
 }
