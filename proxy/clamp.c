@@ -527,7 +527,7 @@ static void held_release(struct proxy_clamp *k)
 	evbuffer_free(k->frame);
 	k->frame = NULL;
 	if (err != CODEC_OK || !e->out) {
-		c->ops->close(c, "could not clamp a held Fetch response");
+		c->ops->close(c, PROXY_CLOSE_HELD_FETCH_UNCLAMPABLE);
 		return;
 	}
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);

@@ -68,7 +68,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg);
 static void upstream_write_cb(struct bufferevent *bev, void *arg);
 static void client_event_cb(struct bufferevent *bev, short what, void *arg);
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg);
-static void conn_client_gone(struct proxy_conn *c, const char *reason);
+static void conn_client_gone(struct proxy_conn *c, enum proxy_close_cause cause);
 static void conn_upstream_frames(struct proxy_conn *c);
 static void conn_client_frames(struct proxy_conn *c);
 
@@ -85,6 +85,7 @@ static struct metric *m_conns, *m_accepted, *m_rejected_frames, *m_connect_fail;
 static struct metric *m_linger[2]; /* closes after a client left: delivered, expired */
 static struct metric *m_idle_closed;
 static struct metric *m_half_closed[2]; /* ends of HALF_CLOSED: delivered, client gone */
+static struct metric *m_closes[PROXY_CLOSE_CAUSE_COUNT]; /* syncgate_connection_closes_total{cause} */
 static struct proxy_log_limit idle_log; /* one client_idle_closed line a second */
 
 static void conn_metrics_init(void)
@@ -121,6 +122,21 @@ static void conn_metrics_init(void)
 				      "outcome=\"delivered\"", NULL, 0);
 	m_half_closed[1] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
 				      "outcome=\"client_gone\"", NULL, 0);
+	for (int k = 0; k < PROXY_CLOSE_CAUSE_COUNT; k++) {
+		char labels[80];
+		snprintf(labels, sizeof(labels), "cause=\"%s\"", proxy_close_cause_label((enum proxy_close_cause)k));
+		m_closes[k] = metric_get(METRIC_COUNTER, "syncgate_connection_closes_total",
+					 "Client connection pairs closed, by cause (the last reason the pair "
+					 "was given: client_closed, upstream_closed, client_idle, ...; none: "
+					 "freed without one).", labels, NULL, 0);
+	}
+}
+
+/* One more pair closed for `cause`. */
+static void count_close(enum proxy_close_cause cause)
+{
+	if ((unsigned)cause < PROXY_CLOSE_CAUSE_COUNT)
+		metric_add(m_closes[cause], 1);
 }
 
 /*
@@ -166,15 +182,15 @@ const char *proxy_conn_state_str(enum proxy_conn_state s)
 }
 
 /* The one place a connection's state changes; entry into OPEN arms the idle check. */
-static void conn_set_state(struct proxy_conn *c, enum proxy_conn_state s, const char *reason)
+static void conn_set_state(struct proxy_conn *c, enum proxy_conn_state s, enum proxy_close_cause cause)
 {
 	LOG_D("conn_state", "conn=%llu peer=%s from=%s to=%s reason=\"%s\" in_flight=%zu rx=%s",
 	      (unsigned long long)c->id, c->peer, proxy_conn_state_str(c->state),
-	      proxy_conn_state_str(s), reason ? reason : "", c->nfifo,
+	      proxy_conn_state_str(s), proxy_close_cause_text(cause), c->nfifo,
 	      proxy_rx_state_str(c->rx.state));
 	c->state = s;
-	if (reason)
-		c->close_reason = reason;
+	if (cause != PROXY_CLOSE_NONE)
+		c->close_cause = cause;
 	if (s == PROXY_CONN_OPEN) {
 		c->last_io_ms = mirror_now_ms();
 		proxy_conn_idle_arm(c);
@@ -236,7 +252,7 @@ static void idle_cb(evutil_socket_t fd, short what, void *arg)
 		      "client_idle_ms=%d closed_since_last_line=%llu", (unsigned long long)c->id,
 		      c->peer, c->client_name, (long long)(now - c->last_io_ms), idle_ms,
 		      (unsigned long long)swallowed);
-	proxy_conn_close(c, "client idle (limits.client_idle_ms)");
+	proxy_conn_close(c, PROXY_CLOSE_CLIENT_IDLE);
 }
 
 void proxy_conn_idle_arm(struct proxy_conn *c)
@@ -260,7 +276,7 @@ static void connect_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	LOG_W("upstream_connect_timeout", "conn=%llu upstream=%s:%d timeout_ms=%d",
 	      (unsigned long long)c->id, c->lst->upstream_host, c->lst->upstream_port,
 	      c->srv->conf->upstream_connect_timeout_ms);
-	proxy_conn_close(c, "upstream connect timeout");
+	proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_CONNECT_TIMEOUT);
 }
 
 /* LINGERING, HALF_CLOSED: every byte the client sent is written upstream, no
@@ -283,7 +299,7 @@ static void linger_check(struct proxy_conn *c)
 		return;
 	}
 	metric_add(m_half_closed[0], 1);
-	proxy_conn_close(c, "client half-closed: every response delivered");
+	proxy_conn_close(c, PROXY_CLOSE_CLIENT_HALF_CLOSE_DELIVERED);
 }
 
 /*
@@ -388,7 +404,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	if (!c->client || !c->upstream || !c->close_ev || !c->idle_ev) {
 		if (!c->client)
 			evutil_closesocket(fd);
-		c->close_reason = "out of memory";
+		c->close_cause = PROXY_CLOSE_OUT_OF_MEMORY;
 		proxy_conn_free(c); /* the listener's callback: nothing else holds `c` */
 		return;
 	}
@@ -401,7 +417,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	if (bufferevent_socket_connect_hostname(c->upstream, srv->dns, AF_UNSPEC,
 						lst->upstream_host, lst->upstream_port) < 0) {
 		metric_add(m_connect_fail, 1);
-		proxy_conn_close(c, "upstream connect failed");
+		proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_CONNECT_FAILED);
 		return;
 	}
 	LOG_D("conn_accept", "conn=%llu peer=%s upstream=%s:%d", (unsigned long long)c->id,
@@ -424,15 +440,17 @@ struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t 
 	}
 	conn_start_io(c);
 	c->upstream_up = true;
-	conn_set_state(c, PROXY_CONN_OPEN, NULL);
+	conn_set_state(c, PROXY_CONN_OPEN, PROXY_CLOSE_NONE);
 	return c;
 }
 
 void proxy_conn_free(struct proxy_conn *c)
 {
 	struct proxy_server *srv = c->srv;
-	LOG_D("conn_close", "conn=%llu peer=%s reason=\"%s\" in_flight=%zu",
-	      (unsigned long long)c->id, c->peer, c->close_reason ? c->close_reason : "", c->nfifo);
+	LOG_D("conn_close", "conn=%llu peer=%s cause=%s reason=\"%s\" in_flight=%zu",
+	      (unsigned long long)c->id, c->peer, proxy_close_cause_label(c->close_cause),
+	      proxy_close_cause_text(c->close_cause), c->nfifo);
+	count_close(c->close_cause);
 	struct proxy_entry *e;
 	while ((e = TAILQ_FIRST(&c->fifo)))
 		proxy_entry_free(c, e);
@@ -460,11 +478,11 @@ void proxy_conn_free(struct proxy_conn *c)
 	srv->conn_closed(srv);
 }
 
-void proxy_conn_close(struct proxy_conn *c, const char *reason)
+void proxy_conn_close(struct proxy_conn *c, enum proxy_close_cause cause)
 {
 	if (c->state == PROXY_CONN_CLOSING)
 		return;
-	conn_set_state(c, PROXY_CONN_CLOSING, reason);
+	conn_set_state(c, PROXY_CONN_CLOSING, cause);
 	if (c->client)
 		bufferevent_disable(c->client, EV_READ | EV_WRITE);
 	if (c->upstream)
@@ -484,15 +502,15 @@ void proxy_conn_close(struct proxy_conn *c, const char *reason)
  * Stop reading, send what is owed to the client, then close. Never frees
  * `c` before returning: callers up the stack may still use it.
  */
-void proxy_conn_drain_close(struct proxy_conn *c, const char *reason)
+void proxy_conn_drain_close(struct proxy_conn *c, enum proxy_close_cause cause)
 {
 	if (c->state == PROXY_CONN_DRAINING || c->state == PROXY_CONN_CLOSING)
 		return;
 	if (!c->client) { /* was LINGERING: nobody to send to */
-		proxy_conn_close(c, reason);
+		proxy_conn_close(c, cause);
 		return;
 	}
-	conn_set_state(c, PROXY_CONN_DRAINING, reason);
+	conn_set_state(c, PROXY_CONN_DRAINING, cause);
 	struct event *evs[] = { c->tx.ev_read, c->tx.ev_write };
 	for (size_t i = 0; i < 2; i++)
 		if (evs[i])
@@ -612,13 +630,13 @@ static int client_frames(struct proxy_conn *c, bool all)
 		int32_t size = frame_size(b);
 		if (size < 0) {
 			frame_refused(c, "client", size, b, NULL);
-			proxy_conn_close(c, "client frame refused");
+			proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_REFUSED);
 			return -1;
 		}
 		if ((size_t)size > PROXY_STREAM_MIN_REQUEST && c->state != PROXY_CONN_LINGERING) {
 			int rc = proxy_tx_start(c, (size_t)size);
 			if (rc < 0) {
-				proxy_conn_close(c, "malformed client frame");
+				proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_MALFORMED);
 				return -1;
 			}
 			if (rc == 0)
@@ -628,14 +646,14 @@ static int client_frames(struct proxy_conn *c, bool all)
 		}
 		if (size > c->srv->conf->max_frame_bytes) {
 			frame_refused(c, "client", size, b, NULL);
-			proxy_conn_close(c, "client frame refused");
+			proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_REFUSED);
 			return -1;
 		}
 		if (avail < (size_t)size + 4)
 			break;
 		if (proxy_request_handle(c, in, (size_t)size) < 0) {
 			metric_add(m_rejected_frames, 1);
-			proxy_conn_close(c, "malformed client frame");
+			proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_MALFORMED);
 			return -1;
 		}
 		if (!all)
@@ -670,10 +688,10 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
  * dropped at once, their gate waits cancelled; the rest of a streamed one is
  * read and dropped. No client reads, so memory is what was already buffered.
  */
-static void conn_client_gone(struct proxy_conn *c, const char *reason)
+static void conn_client_gone(struct proxy_conn *c, enum proxy_close_cause cause)
 {
 	if (c->state == PROXY_CONN_DRAINING || !c->upstream) {
-		proxy_conn_close(c, reason);
+		proxy_conn_close(c, cause);
 		return;
 	}
 	if (c->state == PROXY_CONN_CLOSING || c->state == PROXY_CONN_LINGERING)
@@ -684,7 +702,7 @@ static void conn_client_gone(struct proxy_conn *c, const char *reason)
 		/* a request cut short can only be ended by closing the broker's side too */
 		LOG_W("client_closed_mid_request", "conn=%llu peer=%s bytes_left=%zu",
 		      (unsigned long long)c->id, c->peer, c->tx.left);
-		proxy_conn_close(c, "client closed in the middle of a request");
+		proxy_conn_close(c, PROXY_CLOSE_CLIENT_MID_REQUEST);
 		return;
 	}
 	if (c->state == PROXY_CONN_HALF_CLOSED)
@@ -701,7 +719,7 @@ static void conn_client_gone(struct proxy_conn *c, const char *reason)
 			proxy_entry_free(c, e);
 	}
 	c->srv->resume_paused(c->srv); /* held bytes may have gone down */
-	conn_set_state(c, PROXY_CONN_LINGERING, reason);
+	conn_set_state(c, PROXY_CONN_LINGERING, cause);
 	if (c->upstream_paused || c->rx.state == PROXY_RX_STREAM) {
 		c->upstream_paused = false;
 		bufferevent_enable(c->upstream, EV_READ);
@@ -711,7 +729,7 @@ static void conn_client_gone(struct proxy_conn *c, const char *reason)
 	evtimer_add(c->close_ev, &tv);
 	LOG_D("conn_linger", "conn=%llu peer=%s reason=\"%s\" upstream_connected=%d "
 	      "unsent_bytes=%zu responses_owed=%zu partial_frame_bytes=%zu",
-	      (unsigned long long)c->id, c->peer, reason, c->upstream_up,
+	      (unsigned long long)c->id, c->peer, proxy_close_cause_text(cause), c->upstream_up,
 	      evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo, partial);
 	/* the rest of a streamed frame may be waiting in the input already */
 	conn_upstream_frames(c);
@@ -741,7 +759,7 @@ static bool client_half_close(struct proxy_conn *c)
 		return false;
 	bufferevent_disable(c->client, EV_READ);
 	c->client_paused = false; /* nothing more is read: the caps only pace the broker now */
-	conn_set_state(c, PROXY_CONN_HALF_CLOSED, "client half-closed");
+	conn_set_state(c, PROXY_CONN_HALF_CLOSED, PROXY_CLOSE_CLIENT_HALF_CLOSED);
 	LOG_D("client_half_closed", "conn=%llu peer=%s upstream_connected=%d unsent_bytes=%zu "
 	      "responses_owed=%zu held_bytes=%zu", (unsigned long long)c->id, c->peer,
 	      c->upstream_up, evbuffer_get_length(bufferevent_get_output(c->upstream)), c->nfifo,
@@ -778,13 +796,13 @@ static void conn_upstream_frames(struct proxy_conn *c)
 		int32_t size = frame_size(b);
 		if (size < 0) {
 			frame_refused(c, "upstream", size, b, NULL);
-			proxy_conn_close(c, "malformed upstream frame");
+			proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
 			return;
 		}
 		if ((size_t)size > PROXY_STREAM_MIN) {
 			int rc = proxy_response_stream_start(c, in, (size_t)size);
 			if (rc < 0) {
-				proxy_conn_close(c, "malformed upstream frame");
+				proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
 				return;
 			}
 			if (rc == 0)
@@ -794,14 +812,14 @@ static void conn_upstream_frames(struct proxy_conn *c)
 			if (size > c->srv->conf->max_frame_bytes) {
 				frame_refused(c, "upstream", size, b,
 					      "a response syncgate rewrites, above limits.max_frame_bytes");
-				proxy_conn_close(c, "upstream frame refused");
+				proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_REFUSED);
 				return;
 			}
 		}
 		if (avail < (size_t)size + 4)
 			break;
 		if (proxy_response_handle(c, in, (size_t)size) < 0) {
-			proxy_conn_close(c, "malformed upstream frame");
+			proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
 			return;
 		}
 		proxy_conn_update_flow(c);
@@ -821,7 +839,7 @@ static void client_write_cb(struct bufferevent *bev, void *arg)
 	c->last_io_ms = mirror_now_ms();
 	if (c->state == PROXY_CONN_DRAINING &&
 	    evbuffer_get_length(bufferevent_get_output(bev)) == 0) {
-		proxy_conn_close(c, c->close_reason);
+		proxy_conn_close(c, c->close_cause);
 		return;
 	}
 	if (c->state == PROXY_CONN_CLOSING)
@@ -885,7 +903,7 @@ static void client_event_cb(struct bufferevent *bev, short what, void *arg)
 		return;
 	if (what == (BEV_EVENT_EOF | BEV_EVENT_READING) && client_half_close(c))
 		return;
-	conn_client_gone(c, (what & BEV_EVENT_EOF) ? "client closed" : "client error");
+	conn_client_gone(c, (what & BEV_EVENT_EOF) ? PROXY_CLOSE_CLIENT_CLOSED : PROXY_CLOSE_CLIENT_ERROR);
 }
 
 static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
@@ -899,7 +917,7 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 			evtimer_del(c->connect_timer);
 		c->upstream_up = true;
 		if (c->state == PROXY_CONN_CONNECTING)
-			conn_set_state(c, PROXY_CONN_OPEN, NULL);
+			conn_set_state(c, PROXY_CONN_OPEN, PROXY_CLOSE_NONE);
 		return;
 	}
 	if (what & BEV_EVENT_ERROR) {
@@ -916,14 +934,14 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	if (!(what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)))
 		return;
 	if (c->state == PROXY_CONN_LINGERING) {
-		proxy_conn_close(c, "upstream closed while the client was gone");
+		proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_CLOSED_CLIENT_GONE);
 		return;
 	}
 	if (c->rx.state != PROXY_RX_FRAME || c->tx.state != PROXY_RX_FRAME) {
 		/* a frame is half through: it can only be ended by a close */
 		LOG_W("upstream_closed_mid_response", "conn=%llu peer=%s bytes_left=%zu",
 		      (unsigned long long)c->id, c->peer, c->rx.left);
-		proxy_conn_close(c, "upstream closed in the middle of a response");
+		proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_MID_RESPONSE);
 		return;
 	}
 	/* Whatever is READY at the head still goes out; held responses are
@@ -933,5 +951,5 @@ static void upstream_event_cb(struct bufferevent *bev, short what, void *arg)
 	proxy_rx_free(c);
 	bufferevent_free(c->upstream);
 	c->upstream = NULL;
-	proxy_conn_drain_close(c, "upstream closed");
+	proxy_conn_drain_close(c, PROXY_CLOSE_UPSTREAM_CLOSED);
 }

@@ -13,7 +13,7 @@ void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 {
 	if (srv->shutting_down && c->nfifo == 0 && c->client && c->tx.state == PROXY_RX_FRAME &&
 	    (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING))
-		proxy_conn_drain_close(c, "shutdown");
+		proxy_conn_drain_close(c, PROXY_CLOSE_SHUTDOWN);
 }
 
 /* A connection was freed: finish a graceful shutdown when it was the last. */

@@ -288,7 +288,7 @@ static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t npart
 	e->wait = NULL;
 	hold_release_bytes(c, e);
 	if (hold_finish(c, e) < 0) {
-		c->ops->close(c, "could not encode a held Produce response");
+		c->ops->close(c, PROXY_CLOSE_HELD_PRODUCE_UNENCODABLE);
 		return;
 	}
 	hold_drop_raw(e);

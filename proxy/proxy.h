@@ -207,6 +207,42 @@ enum proxy_conn_state {
 const char *proxy_conn_state_str(enum proxy_conn_state s);
 
 /**
+ * Why a connection pair closes (or drains, lingers, half-closes): the
+ * `reason` of the conn_state / conn_close log lines and the `cause` label
+ * of syncgate_connection_closes_total (counted once per pair, when it is
+ * freed, with the last cause set). PROXY_CLOSE_NONE: still open.
+ */
+enum proxy_close_cause {
+	PROXY_CLOSE_NONE,
+	PROXY_CLOSE_CLIENT_CLOSED,               /* client closed */
+	PROXY_CLOSE_CLIENT_ERROR,                /* client error */
+	PROXY_CLOSE_CLIENT_HALF_CLOSED,          /* client half-closed */
+	PROXY_CLOSE_CLIENT_HALF_CLOSE_DELIVERED, /* client half-closed: every response delivered */
+	PROXY_CLOSE_CLIENT_MID_REQUEST,          /* client closed in the middle of a request */
+	PROXY_CLOSE_CLIENT_IDLE,                 /* client idle (limits.client_idle_ms) */
+	PROXY_CLOSE_CLIENT_FRAME_REFUSED,        /* client frame refused */
+	PROXY_CLOSE_CLIENT_FRAME_MALFORMED,      /* malformed client frame */
+	PROXY_CLOSE_UPSTREAM_CONNECT_TIMEOUT,    /* upstream connect timeout */
+	PROXY_CLOSE_UPSTREAM_CONNECT_FAILED,     /* upstream connect failed */
+	PROXY_CLOSE_UPSTREAM_CLOSED,             /* upstream closed */
+	PROXY_CLOSE_UPSTREAM_CLOSED_CLIENT_GONE, /* upstream closed while the client was gone */
+	PROXY_CLOSE_UPSTREAM_MID_RESPONSE,       /* upstream closed in the middle of a response */
+	PROXY_CLOSE_UPSTREAM_MID_REQUEST,        /* upstream closed in the middle of a request */
+	PROXY_CLOSE_UPSTREAM_FRAME_REFUSED,      /* upstream frame refused */
+	PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED,    /* malformed upstream frame */
+	PROXY_CLOSE_HELD_PRODUCE_UNENCODABLE,    /* could not encode a held Produce response */
+	PROXY_CLOSE_HELD_FETCH_UNCLAMPABLE,      /* could not clamp a held Fetch response */
+	PROXY_CLOSE_OUT_OF_MEMORY,               /* out of memory */
+	PROXY_CLOSE_SHUTDOWN,                    /* shutdown */
+	PROXY_CLOSE_SHUTDOWN_GRACE_EXPIRED,      /* shutdown grace period expired */
+	PROXY_CLOSE_CAUSE_COUNT
+};
+/** The metric label of a cause (snake_case), "?" out of range. Pure. */
+const char *proxy_close_cause_label(enum proxy_close_cause c);
+/** The log text of a cause ("" for NONE), "?" out of range. Pure. */
+const char *proxy_close_cause_text(enum proxy_close_cause c);
+
+/**
  * What the files below conn.c ask of their connection, registered by conn.c
  * on every pair it creates (conn_new): stream.c, hold.c and clamp.c call up
  * through these, never directly (docs/architecture.md, no call cycle).
@@ -214,11 +250,11 @@ const char *proxy_conn_state_str(enum proxy_conn_state s);
  */
 struct proxy_conn_ops {
 	/* proxy_conn_close(): nothing moves any more, freed later from close_ev */
-	void (*close)(struct proxy_conn *c, const char *reason);
+	void (*close)(struct proxy_conn *c, enum proxy_close_cause cause);
 	/* the client closed or failed (a write to it failed): linger, deliver
 	 * what it sent, read what is owed and drop it (stream.c: a splice to
 	 * the client failed) */
-	void (*client_gone)(struct proxy_conn *c, const char *reason);
+	void (*client_gone)(struct proxy_conn *c, enum proxy_close_cause cause);
 	/* proxy_conn_update_flow(): re-check the backpressure marks (clamp.c:
 	 * a held Fetch response went out) */
 	void (*update_flow)(struct proxy_conn *c);
@@ -258,7 +294,7 @@ struct proxy_conn {
 	bool client_paused;            /* client reads disabled by backpressure */
 	bool upstream_paused;          /* upstream reads disabled by backpressure */
 	bool upstream_up;              /* upstream connect (and TLS handshake) done */
-	const char *close_reason;      /* DRAINING, LINGERING, HALF_CLOSED: why, for the log */
+	enum proxy_close_cause close_cause; /* DRAINING, LINGERING, HALF_CLOSED, CLOSING: why */
 	char client_name[64];          /* ClientSoftwareName, else the client id (client.c) */
 	char client_version[32];       /* ClientSoftwareVersion */
 	bool client_named;             /* client_name came from ApiVersions v3+ */
@@ -404,7 +440,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
  * Close the pair: nothing moves any more (CLOSING), the free happens from the
  * close event, never inside a callback that may still touch `c`.
  */
-void proxy_conn_close(struct proxy_conn *c, const char *reason);
+void proxy_conn_close(struct proxy_conn *c, enum proxy_close_cause cause);
 /**
  * A pair over two connected plaintext sockets, OPEN at once (tests: the
  * upstream is a socketpair, not a broker). NULL on failure. Loop thread.
@@ -414,7 +450,7 @@ struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t 
 /** Free the pair now (server teardown, the close event). */
 void proxy_conn_free(struct proxy_conn *c);
 /** Stop reading, send what is owed to the client, then close (at once when LINGERING). */
-void proxy_conn_drain_close(struct proxy_conn *c, const char *reason);
+void proxy_conn_drain_close(struct proxy_conn *c, enum proxy_close_cause cause);
 /** Re-check backpressure marks after held bytes or buffers changed. */
 void proxy_conn_update_flow(struct proxy_conn *c);
 /**

@@ -85,7 +85,7 @@ static void shutdown_deadline_cb(evutil_socket_t fd, short what, void *arg)
 	LOG_W("shutdown_grace_expired", "connections=%zu", srv->nconns);
 	struct proxy_conn *c;
 	TAILQ_FOREACH(c, &srv->conns, link)
-		proxy_conn_close(c, "shutdown grace period expired");
+		proxy_conn_close(c, PROXY_CLOSE_SHUTDOWN_GRACE_EXPIRED);
 	/* the loop breaks when the last one is freed (srv->conn_closed, conns.c) */
 }
 

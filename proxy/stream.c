@@ -173,7 +173,7 @@ static int rx_bad(struct proxy_conn *c, const char *what, enum codec_err err)
 	LOG_W("response_malformed", "conn=%llu peer=%s api=Fetch streamed=1 where=%s error=%s offset=%zu",
 	      (unsigned long long)c->id, c->peer, what, codec_err_str(err),
 	      c->rx.frame - c->rx.left + codec_err_offset());
-	c->ops->close(c, "malformed upstream frame");
+	c->ops->close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
 	return -1;
 }
 
@@ -645,8 +645,8 @@ static int splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 				LOG_W(rx ? "upstream_closed_mid_response" : "client_closed_mid_request",
 				      "conn=%llu peer=%s bytes_left=%zu error=\"%s\"", (unsigned long long)c->id,
 				      c->peer, st->left, n == 0 ? "end of stream" : strerror(errno));
-				c->ops->close(c, rx ? "upstream closed in the middle of a response"
-						       : "client closed in the middle of a request");
+				c->ops->close(c, rx ? PROXY_CLOSE_UPSTREAM_MID_RESPONSE
+						       : PROXY_CLOSE_CLIENT_MID_REQUEST);
 				return -1;
 			}
 		}
@@ -662,13 +662,13 @@ static int splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 					/* the broker went away with a request half sent */
 					LOG_W("upstream_closed_mid_request", "conn=%llu peer=%s error=\"%s\"",
 					      (unsigned long long)c->id, c->peer, strerror(errno));
-					c->ops->close(c, "upstream closed in the middle of a request");
+					c->ops->close(c, PROXY_CLOSE_UPSTREAM_MID_REQUEST);
 					return -1;
 				}
 				/* the client went away: the rest is read and dropped */
 				splice_stop(c, st);
 				pipe_discard(st);
-				c->ops->client_gone(c, "client error");
+				c->ops->client_gone(c, PROXY_CLOSE_CLIENT_ERROR);
 				return -1;
 			}
 		}
@@ -801,7 +801,7 @@ static void bulk_cb(evutil_socket_t fd, short what, void *arg)
 		LOG_W("upstream_closed_mid_response", "conn=%llu peer=%s bytes_left=%zu error=\"%s\"",
 		      (unsigned long long)c->id, c->peer, rx->left,
 		      n == 0 ? "end of stream" : strerror(errno));
-		c->ops->close(c, "upstream closed in the middle of a response");
+		c->ops->close(c, PROXY_CLOSE_UPSTREAM_MID_RESPONSE);
 		return;
 	}
 	size_t got = (size_t)n;
@@ -1132,7 +1132,7 @@ static int tx_finish(struct proxy_conn *c)
 	tx->e = NULL;
 	st_set_state(c, tx, PROXY_RX_FRAME);
 	if (rc < 0) {
-		c->ops->close(c, "out of memory");
+		c->ops->close(c, PROXY_CLOSE_OUT_OF_MEMORY);
 		return rc;
 	}
 	c->srv->conn_progress(c->srv, c); /* shutdown waits for whole requests */
@@ -1147,7 +1147,7 @@ static int tx_bad(struct proxy_conn *c, enum codec_err err)
 		      "offset=%zu suppressed=%llu", (unsigned long long)c->id, c->peer,
 		      codec_stream_stage_str(c->tx.ps.stage), codec_err_str(err),
 		      c->tx.frame - c->tx.left + codec_err_offset(), (unsigned long long)swallowed);
-	c->ops->close(c, "malformed client frame");
+	c->ops->close(c, PROXY_CLOSE_CLIENT_FRAME_MALFORMED);
 	return -1;
 }
 
@@ -1206,7 +1206,7 @@ int proxy_tx_pump(struct proxy_conn *c)
 		if (err != CODEC_OK || used + records > tx->left)
 			return tx_bad(c, err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
 		if (tx_unit(c, tx, iov, niov) < 0) {
-			c->ops->close(c, "out of memory");
+			c->ops->close(c, PROXY_CLOSE_OUT_OF_MEMORY);
 			return -1;
 		}
 		evbuffer_remove_buffer(in, out, used);

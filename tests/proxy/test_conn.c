@@ -8,6 +8,7 @@
  * and the broker are the test's ends of two socketpairs (plaintext).
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,7 +67,7 @@ static size_t heartbeat_response(uint8_t *b, int32_t corr, int16_t err)
 
 static void write_all(int fd, const uint8_t *p, size_t n)
 {
-	cr_assert_eq(write(fd, p, n), (ssize_t)n);
+	cr_assert(eq(i64, (int64_t)(write(fd, p, n)), (int64_t)((ssize_t)n)));
 }
 
 /* Pump the loop until `fd` has given `n` bytes into `out` (or 2 s passed). */
@@ -100,7 +101,7 @@ static void run_until_closed(struct fixture *f)
 		event_base_loop(f->base, EVLOOP_NONBLOCK);
 		usleep(1000);
 	}
-	cr_assert_eq(f->srv.nconns, 0, "the pair was never closed");
+	cr_assert(eq(i64, (int64_t)(f->srv.nconns), (int64_t)(0)), "the pair was never closed");
 	f->c = NULL;
 }
 
@@ -123,6 +124,14 @@ static double half_closes(void)
 	       counter("syncgate_client_half_closes_total", "outcome=\"client_gone\"");
 }
 
+/* Pairs closed with `cause` (syncgate_connection_closes_total). */
+static double closes(enum proxy_close_cause cause)
+{
+	char labels[80];
+	snprintf(labels, sizeof(labels), "cause=\"%s\"", proxy_close_cause_label(cause));
+	return counter("syncgate_connection_closes_total", labels);
+}
+
 static double lingers_delivered(void)
 {
 	return counter("syncgate_client_close_lingers_total", "outcome=\"delivered\"");
@@ -135,9 +144,9 @@ static void two_requests(struct fixture *f)
 	size_t n = heartbeat_request(req, 1);
 	heartbeat_request(req + n, 2);
 	write_all(f->cl, req, 2 * n);
-	cr_assert_eq(read_n(f, f->up, got, 2 * n), 2 * n, "both requests reach the broker");
-	cr_assert(!memcmp(got, req, 2 * n), "byte for byte");
-	cr_assert_eq(f->c->nfifo, 2);
+	cr_assert(eq(i64, (int64_t)(read_n(f, f->up, got, 2 * n)), (int64_t)(2 * n)), "both requests reach the broker");
+	cr_assert_not(memcmp(got, req, 2 * n), "byte for byte");
+	cr_assert(eq(i64, (int64_t)(f->c->nfifo), (int64_t)(2)));
 }
 
 /* ---- tests ----------------------------------------------------------------- */
@@ -148,30 +157,30 @@ Test(proxy_conn, half_closed_client_reads_every_response_then_the_pair_closes)
 	pair_init(&f, yaml);
 	double hc = half_closes(), lingered = lingers_delivered();
 	two_requests(&f);
-	cr_assert_eq(shutdown(f.cl, SHUT_WR), 0);
+	cr_assert(eq(i64, (int64_t)(shutdown(f.cl, SHUT_WR)), (int64_t)(0)));
 	run_for(&f, 20);
-	cr_assert_eq(f.c->state, PROXY_CONN_HALF_CLOSED);
+	cr_assert(eq(i64, (int64_t)(f.c->state), (int64_t)(PROXY_CONN_HALF_CLOSED)));
 
 	/* the broker takes its time: no idle close, no linger deadline */
 	run_for(&f, 150);
-	cr_assert_eq(f.srv.nconns, 1, "closed while responses were owed");
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(1)), "closed while responses were owed");
 	uint8_t resp[32], got[32];
 	size_t n = heartbeat_response(resp, 1, 101);
 	write_all(f.up, resp, n);
-	cr_assert_eq(read_n(&f, f.cl, got, n), n, "the first response reaches the client");
-	cr_assert(!memcmp(got, resp, n));
-	cr_assert_eq(f.c->state, PROXY_CONN_HALF_CLOSED, "one response is still owed");
+	cr_assert(eq(i64, (int64_t)(read_n(&f, f.cl, got, n)), (int64_t)(n)), "the first response reaches the client");
+	cr_assert_not(memcmp(got, resp, n));
+	cr_assert(eq(i64, (int64_t)(f.c->state), (int64_t)(PROXY_CONN_HALF_CLOSED)), "one response is still owed");
 
 	run_for(&f, 50);
 	heartbeat_response(resp, 2, 102);
 	write_all(f.up, resp, n);
-	cr_assert_eq(read_n(&f, f.cl, got, n), n, "the second response reaches the client");
-	cr_assert(!memcmp(got, resp, n));
+	cr_assert(eq(i64, (int64_t)(read_n(&f, f.cl, got, n)), (int64_t)(n)), "the second response reaches the client");
+	cr_assert_not(memcmp(got, resp, n));
 	run_until_closed(&f);
 	cr_assert(at_eof(f.cl), "then the client sees the close");
 	cr_assert(at_eof(f.up), "and the broker a clean one");
-	cr_assert_eq(counter("syncgate_client_half_closes_total", "outcome=\"delivered\""), hc + 1);
-	cr_assert_eq(lingers_delivered(), lingered, "nothing was dropped");
+	cr_assert(eq(i64, (int64_t)(counter("syncgate_client_half_closes_total", "outcome=\"delivered\"")), (int64_t)(hc + 1)));
+	cr_assert(eq(i64, (int64_t)(lingers_delivered()), (int64_t)(lingered)), "nothing was dropped");
 	pair_fini(&f);
 }
 
@@ -184,8 +193,8 @@ Test(proxy_conn, half_closed_client_reads_a_streamed_response_to_its_end)
 	uint8_t req[64];
 	size_t n = heartbeat_request(req, 9);
 	write_all(f.cl, req, n);
-	cr_assert_eq(read_n(&f, f.up, req, n), n);
-	cr_assert_eq(shutdown(f.cl, SHUT_WR), 0);
+	cr_assert(eq(i64, (int64_t)(read_n(&f, f.up, req, n)), (int64_t)(n)));
+	cr_assert(eq(i64, (int64_t)(shutdown(f.cl, SHUT_WR)), (int64_t)(0)));
 	size_t total = 3u << 20;
 	uint8_t *resp = malloc(total), *got = malloc(total);
 	heartbeat_response(resp, 9, 0);
@@ -202,8 +211,8 @@ Test(proxy_conn, half_closed_client_reads_a_streamed_response_to_its_end)
 		if (r > 0)
 			have += (size_t)r;
 	}
-	cr_assert_eq(have, total, "the whole response reaches the half-closed client");
-	cr_assert(!memcmp(got, resp, total));
+	cr_assert(eq(i64, (int64_t)(have), (int64_t)(total)), "the whole response reaches the half-closed client");
+	cr_assert_not(memcmp(got, resp, total));
 	run_until_closed(&f);
 	cr_assert(at_eof(f.cl));
 	cr_assert(at_eof(f.up));
@@ -221,7 +230,7 @@ Test(proxy_conn, client_that_really_closed_takes_the_client_gone_path)
 	close(f.cl); /* an EOF like a half-close: only a write can tell */
 	f.cl = -1;
 	run_for(&f, 20);
-	cr_assert_eq(f.c->state, PROXY_CONN_HALF_CLOSED);
+	cr_assert(eq(i64, (int64_t)(f.c->state), (int64_t)(PROXY_CONN_HALF_CLOSED)));
 
 	uint8_t resp[32];
 	size_t n = heartbeat_response(resp, 1, 0);
@@ -230,17 +239,17 @@ Test(proxy_conn, client_that_really_closed_takes_the_client_gone_path)
 		event_base_loop(f.base, EVLOOP_NONBLOCK);
 		usleep(1000);
 	}
-	cr_assert_eq(f.c->state, PROXY_CONN_LINGERING, "the failed write falls back to lingering");
+	cr_assert(eq(i64, (int64_t)(f.c->state), (int64_t)(PROXY_CONN_LINGERING)), "the failed write falls back to lingering");
 	cr_assert_null(f.c->client);
-	cr_assert_eq(f.c->nfifo, 1, "the response still owed is awaited, to be dropped");
+	cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(1)), "the response still owed is awaited, to be dropped");
 
 	heartbeat_response(resp, 2, 0);
 	write_all(f.up, resp, n);
 	run_until_closed(&f);
 	cr_assert(at_eof(f.up), "the broker sees a clean close after its last response was read");
-	cr_assert_eq(lingers_delivered(), lingered + 1);
-	cr_assert_eq(counter("syncgate_client_half_closes_total", "outcome=\"client_gone\""), hc + 1);
-	cr_assert_eq(half_closes(), hc + 1, "counted once, as client_gone");
+	cr_assert(eq(i64, (int64_t)(lingers_delivered()), (int64_t)(lingered + 1)));
+	cr_assert(eq(i64, (int64_t)(counter("syncgate_client_half_closes_total", "outcome=\"client_gone\"")), (int64_t)(hc + 1)));
+	cr_assert(eq(i64, (int64_t)(half_closes()), (int64_t)(hc + 1)), "counted once, as client_gone");
 	pair_fini(&f);
 }
 
@@ -249,13 +258,29 @@ Test(proxy_conn, eof_with_nothing_owed_closes_as_before)
 	struct fixture f;
 	pair_init(&f, yaml);
 	double hc = half_closes(), lingered = lingers_delivered();
-	cr_assert_eq(shutdown(f.cl, SHUT_WR), 0);
+	double by_client = closes(PROXY_CLOSE_CLIENT_CLOSED), none = closes(PROXY_CLOSE_NONE);
+	cr_assert(eq(i64, (int64_t)(shutdown(f.cl, SHUT_WR)), (int64_t)(0)));
 	run_until_closed(&f);
 	cr_assert(at_eof(f.cl));
 	cr_assert(at_eof(f.up));
-	cr_assert_eq(half_closes(), hc);
-	cr_assert_eq(lingers_delivered(), lingered + 1);
+	cr_assert(eq(i64, (int64_t)(half_closes()), (int64_t)(hc)));
+	cr_assert(eq(i64, (int64_t)(lingers_delivered()), (int64_t)(lingered + 1)));
+	cr_assert(eq(dbl, closes(PROXY_CLOSE_CLIENT_CLOSED), by_client + 1), "closed by the client, counted once");
+	cr_assert(eq(dbl, closes(PROXY_CLOSE_NONE), none), "a pair is never freed without a cause");
 	pair_fini(&f);
+}
+
+Test(proxy_conn, every_close_cause_has_its_own_label_and_text)
+{
+	for (int a = 0; a < PROXY_CLOSE_CAUSE_COUNT; a++) {
+		const char *la = proxy_close_cause_label((enum proxy_close_cause)a);
+		cr_assert(ne(str, (char *)la, "?"), "cause %d has a label", a);
+		cr_assert(a == PROXY_CLOSE_NONE || strlen(proxy_close_cause_text((enum proxy_close_cause)a)) > 0,
+			  "cause %s has a text", la);
+		for (int b = 0; b < a; b++)
+			cr_assert(ne(str, (char *)la, (char *)proxy_close_cause_label((enum proxy_close_cause)b)));
+	}
+	cr_assert(eq(str, (char *)proxy_close_cause_label(PROXY_CLOSE_CAUSE_COUNT), "?"));
 }
 
 Test(proxy_conn, eof_in_the_middle_of_a_request_closes_as_before)
@@ -267,11 +292,11 @@ Test(proxy_conn, eof_in_the_middle_of_a_request_closes_as_before)
 	size_t n = heartbeat_request(req, 1);
 	heartbeat_request(req + n, 2);
 	write_all(f.cl, req, n + 10); /* the second request cut short */
-	cr_assert_eq(read_n(&f, f.up, got, n), n);
-	cr_assert_eq(shutdown(f.cl, SHUT_WR), 0);
+	cr_assert(eq(i64, (int64_t)(read_n(&f, f.up, got, n)), (int64_t)(n)));
+	cr_assert(eq(i64, (int64_t)(shutdown(f.cl, SHUT_WR)), (int64_t)(0)));
 	run_for(&f, 20);
-	cr_assert_eq(f.c->state, PROXY_CONN_LINGERING, "no half-close for a client that stopped mid-frame");
-	cr_assert_eq(half_closes(), hc);
+	cr_assert(eq(i64, (int64_t)(f.c->state), (int64_t)(PROXY_CONN_LINGERING)), "no half-close for a client that stopped mid-frame");
+	cr_assert(eq(i64, (int64_t)(half_closes()), (int64_t)(hc)));
 
 	uint8_t resp[32];
 	size_t m = heartbeat_response(resp, 1, 0);
@@ -279,6 +304,6 @@ Test(proxy_conn, eof_in_the_middle_of_a_request_closes_as_before)
 	run_until_closed(&f);
 	cr_assert(at_eof(f.cl), "the client sees the close, no response");
 	cr_assert(at_eof(f.up));
-	cr_assert_eq(lingers_delivered(), lingered + 1);
+	cr_assert(eq(i64, (int64_t)(lingers_delivered()), (int64_t)(lingered + 1)));
 	pair_fini(&f);
 }
