@@ -794,8 +794,8 @@ enum codec_err codec_list_offsets_request_decode(const struct codec_iov *iov, in
 void codec_list_offsets_request_free(struct codec_list_offsets_request *m);
 
 /* ------------------------------------------------------------------------ */
-/* Clamp to the mirrored high watermark (issue 14; KIP unified sourceHW,     */
-/* DESIGN.md §3 invariant 1b): codec/fetch_clamp.c, codec/offsets_clamp.c   */
+/* Clamp to the mirrored high watermark (KIP unified sourceHW,     */
+/* invariant 1b, docs/architecture.md): codec/fetch_clamp.c, codec/offsets_clamp.c   */
 /* ------------------------------------------------------------------------ */
 
 /** One in-place rewrite of a body: replace `del` bytes at `off` with `ins`. */
@@ -894,7 +894,7 @@ void codec_batch_peek(const uint8_t *h, size_t avail, size_t left, struct codec_
 /** Whether the clamp keeps batch `b`: its last offset below `keep_below` (≥ 0). */
 bool codec_batch_kept(const struct codec_batch_head *b, int64_t keep_below);
 /**
- * The clamp's rule for one partition (issue 14): given what `codec_clamp_fn`
+ * The clamp's rule for one partition: given what `codec_clamp_fn`
  * said (`gated`, `mirrored_hw`, -1 unknown) and the broker's LogStartOffset,
  * returns whether the partition is clamped — every gated one is; then
  * HighWatermark/LastStableOffset above *limit come down to it (the log start

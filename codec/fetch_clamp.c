@@ -1,6 +1,6 @@
 /*
- * Fetch (key 1) clamp to the mirrored high watermark (issue 14, KIP unified
- * sourceHW; shared/DESIGN.md §3 invariant 1b), v4–v18, and the request
+ * Fetch (key 1) clamp to the mirrored high watermark (KIP unified
+ * sourceHW; invariant 1b, docs/architecture.md), v4–v18, and the request
  * fields the clamp needs (ReplicaId, MaxWaitMs).
  *
  * The clamp never copies or re-encodes a record: it returns in-place edits

@@ -1,6 +1,6 @@
 /*
  * ListOffsets (key 2, v1–v11) and OffsetForLeaderEpoch (key 23, v2–v4)
- * responses clamped to the mirrored high watermark (issue 14; KIP unified
+ * responses clamped to the mirrored high watermark (KIP unified
  * sourceHW), so consumer lag, seekToEnd and truncation checks agree with the
  * clamped Fetch. In-place edits of fixed-width fields only: every other byte
  * (tagged fields included) stays as the broker wrote it.

@@ -1,5 +1,5 @@
 /*
- * Streaming scans (issue 20): walk a frame body that arrives in pieces, one
+ * Streaming scans: walk a frame body that arrives in pieces, one
  * bounded unit of structure at a time, so a proxy can forward what it has
  * seen before the rest has arrived and move record bytes without looking at
  * them. Each call parses one whole unit from the bytes at the scan position

@@ -1,6 +1,6 @@
 /*
  * advertise.c — the syncgate address that fronts a broker node (advertise.*
- * settings, shared/DESIGN.md §1). One rule for the proxy's response rewriting
+ * settings, docs/architecture.md). One rule for the proxy's response rewriting
  * and for routing syncgate's own clients (mirror/route.c). Thread-agnostic.
  */
 #include "conf/conf.h"

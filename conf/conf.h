@@ -1,7 +1,7 @@
 /*
  * conf — syncgate's settings and its observability base.
  *
- *  - Configuration: the YAML file (see shared/examples/syncgate.yaml and
+ *  - Configuration: the YAML file (see deploy/systemd/syncgate.yaml and
  *    docs/configuration.md) parsed with libyaml into `struct conf`, driven by
  *    one settings table that gives parsing, defaults, validation and the
  *    reference document. Errors are reported as `file:line:col: message`, all

@@ -45,7 +45,7 @@ struct mirror_bridge;
 struct metric;
 
 /* One edge "part `part` of wait `w` waits for mirror `ps`'s progress".
- * 32 bytes: one per held partition and gating mirror (issue 20). */
+ * 32 bytes: one per held partition and gating mirror. */
 struct mirror_ref {
 	struct mirror_wait *w;
 	struct mirror_pstate *ps;   /* whose heap holds it (while heap_idx != NO_HEAP);

@@ -2,7 +2,7 @@
  * mirror/lifecycle.h — the mirror-type lifecycle of one (mirror, topic) as a
  * pure, deterministic state machine over state-log records (KIP "Registering
  * Sync Replica", "Unregistering", "Source-Side Release", "Recovery",
- * "ASYNC→SYNC Promotion"; shared/DESIGN.md §7).
+ * "ASYNC→SYNC Promotion"; docs/architecture.md).
  *
  * Every sidecar folds the same state log in the same order through
  * mirror_lifecycle_apply(), so every sidecar reaches the same state; a

@@ -1,6 +1,6 @@
 /*
  * mirrored_hw.c — the mirrored high watermark (KIP "High Watermark
- * Advancement", the unified sourceHW; shared/DESIGN.md §3 invariant 1b).
+ * Advancement", the unified sourceHW; invariant 1b, docs/architecture.md).
  *
  * For a (topic, partition), the mirrored high watermark is the minimum, over
  * the mirrors that gate the topic now (tstate_gating(): effective SYNC and

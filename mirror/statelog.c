@@ -1,5 +1,5 @@
 /*
- * statelog.c — the state log (DESIGN.md §7; KIP __mirror_state): an ordered
+ * statelog.c — the state log (docs/architecture.md; KIP __mirror_state): an ordered
  * Kafka topic on the SOURCE cluster (conf state.topic, one partition) that
  * every sidecar of the cluster reads from the beginning at boot and then
  * tails, folding its records with the same deterministic rules

@@ -1,6 +1,6 @@
 /*
  * transitions.c — mirror type transitions of (mirror, topic) (KIP
- * "ASYNC→SYNC Promotion", "Source-Side Release", "Recovery"; DESIGN.md §7):
+ * "ASYNC→SYNC Promotion", "Source-Side Release", "Recovery"; docs/architecture.md):
  * the state-log apply path (records folded through lifecycle.c's pure rules,
  * then their entry actions), appending records, and the decider's checks
  * (promotion at lag zero, demotion when every partition fails) run by the

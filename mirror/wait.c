@@ -30,7 +30,7 @@ const char *mirror_outcome_str(enum mirror_outcome o)
 
 /* Whether (mirror, topic) holds acks now.
  *
- * Invariant 1, "only the current state releases" (DESIGN.md §3,
+ * Invariant 1, "only the current state releases" (docs/architecture.md,
  * docs/architecture.md): a waiter is released under the async predicate
  * only by the state as of a log position that includes every record up to
  * now — never by an intermediate state folded from history. Two kinds of
@@ -652,7 +652,7 @@ void mirror_tstate_settle(struct mirror_tstate *t)
 		tstate_join_waiters(t);
 	}
 	t->gating_joined = gating;
-	mirror_hw_progressed(t->link->gate, t->topic, -1); /* held Fetch responses (issue 14) */
+	mirror_hw_progressed(t->link->gate, t->topic, -1); /* held Fetch responses */
 }
 
 static void settle_one(struct mirror_tstate *t, void *arg)

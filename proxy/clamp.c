@@ -1,6 +1,6 @@
 /*
- * Consumers see only mirrored records (issue 14; KIP "High Watermark
- * Advancement", the unified sourceHW; shared/DESIGN.md §3 invariant 1b).
+ * Consumers see only mirrored records (KIP "High Watermark
+ * Advancement", the unified sourceHW; invariant 1b, docs/architecture.md).
  *
  * A consumer's Fetch (ReplicaId < 0: followers and brokers are never
  * touched), ListOffsets and OffsetForLeaderEpoch response is clamped to the
@@ -13,7 +13,7 @@
  * the broker's buffer segments around a few rewritten header fields
  * (codec_edits): no record is copied or re-encoded.
  *
- * Streamed (issue 14/20): a Fetch v12+ response is judged as it streams
+ * Streamed: a Fetch v12+ response is judged as it streams
  * (stream.c) while the connection's last clamped response left nothing out
  * — the mirrors keep up, the usual case — so the request's MaxBytes stays
  * and record bytes are spliced. Once one left records out the connection's

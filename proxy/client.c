@@ -1,6 +1,6 @@
 /*
  * Who the client is, and how a held Produce that times out is answered to
- * it (config `gate.timeout_answers`, issue 15). The client software name and
+ * it (config `gate.timeout_answers`). The client software name and
  * version come from its ApiVersions v3+ request (ClientSoftwareName/
  * ClientSoftwareVersion); a client that sends none on a connection
  * (ApiVersions v0–v2 or none at all: KafkaJS, kafka-python 2.x on its

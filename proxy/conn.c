@@ -679,7 +679,7 @@ static void client_read_cb(struct bufferevent *bev, void *arg)
 
 /*
  * The client closed or failed (HALF_CLOSED: a write to it failed): half-close
- * (shared/DESIGN.md §3 invariant 7).
+ * (invariant 7, docs/architecture.md).
  * Everything it sent is still delivered upstream — the connect finished
  * first if it is in progress — and the responses it is owed are read and
  * dropped, so the upstream socket closes with FIN after the last byte, not

@@ -1,5 +1,5 @@
 /*
- * fence.c — the failover fence in the Produce path (issue 16; docs/operating.md
+ * fence.c — the failover fence in the Produce path (docs/operating.md
  * "Failover"). A Produce request naming a topic that a mirror's failover
  * fenced (mirror_gate_fenced_by) is answered here and never forwarded, so
  * the old source appends nothing new — for every acks value:

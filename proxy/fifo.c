@@ -2,7 +2,7 @@
  * The per-connection correlation FIFO: one entry per request that expects a
  * response (acks=0 Produce takes none), in request order. Responses leave
  * only from the head, so a HELD entry holds everything behind it
- * (shared/DESIGN.md §3 invariant 2). A STREAMING entry (stream.c) at the
+ * (invariant 2, docs/architecture.md). A STREAMING entry (stream.c) at the
  * head writes to the client as its bytes arrive; behind the head it collects
  * them in `out`, counted with READY entries' `out` as queued bytes (the
  * limits.max_held_bytes* caps and the stream window bound them). Loop thread.

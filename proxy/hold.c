@@ -1,5 +1,5 @@
 /*
- * The hold of gated Produce responses (shared/DESIGN.md §6). For each
+ * The hold of gated Produce responses (docs/architecture.md). For each
  * partition of an acks=all (or, with gate.acks1: gate, acks=1) Produce
  * response with ErrorCode NONE whose topic has a gating mirror, the gate
  * waits until every such mirror has the partition's last offset

@@ -4,7 +4,7 @@
  * the Metadata request that learns TopicIds (request.c), and the keepalive
  * ApiVersions request sent while responses are held, so the broker's
  * `connections.max.idle.ms` does not close a connection that is idle only
- * because syncgate holds its responses (shared/DESIGN.md §3 invariant 7).
+ * because syncgate holds its responses (invariant 7, docs/architecture.md).
  * Loop thread.
  */
 #include <stdlib.h>

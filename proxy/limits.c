@@ -1,5 +1,5 @@
 /*
- * limits.c — accept-time abuse bounds on the Kafka listeners (issue 17):
+ * limits.c — accept-time abuse bounds on the Kafka listeners:
  * limits.max_connections and limits.max_connection_rate. A refused
  * connection is closed right after accept, before any state exists for it,
  * so connections already open — and the Produce responses they hold — are

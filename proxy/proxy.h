@@ -5,7 +5,7 @@
  * Produce error codes), the hold of gated Produce responses, TLS, SASL v0
  * passthrough, backpressure, and the admin HTTP server.
  *
- * Invariants (shared/DESIGN.md §3) kept here: responses leave a connection in
+ * Invariants (docs/architecture.md) kept here: responses leave a connection in
  * request order; no broker address reaches a client; frames we don't rewrite
  * pass byte-for-byte; held and buffered bytes are capped (past the caps we stop
  * reading from clients); bad input closes only its own connection.
@@ -105,7 +105,7 @@ struct proxy_entry {
 	int16_t client_version;    /* as the client sent it (Produce v14 → 13 upstream) */
 	bool sasl_auth;            /* SaslAuthenticate naming a user (conn sasl_user): its answer
 				    * confirms the principal (here: in the padding) */
-	uint32_t nparts;           /* HELD: parts below (here: in the padding, issue 20) */
+	uint32_t nparts;           /* HELD: parts below (here: in the padding) */
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
 	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
@@ -177,7 +177,7 @@ struct proxy_rx {
 				        * written, so the rest can be spliced */
 	struct event *ev_read;         /* SPLICE: upstream readable */
 	struct event *ev_write;        /* SPLICE: client writable */
-	/* rx: a streamed Fetch the consumer clamp judges (clamp.c, issue 14) */
+	/* rx: a streamed Fetch the consumer clamp judges (clamp.c) */
 	bool tail_rewrite;             /* v16+: the tail's NodeEndpoints are rewritten */
 	bool clamp;                    /* partitions are judged as they pass */
 	bool cl_changed;               /* something was rewritten or left out */
@@ -571,7 +571,7 @@ int proxy_tx_pump(struct proxy_conn *c);
 int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
 
-/* fence.c: the failover fence (issue 16) */
+/* fence.c: the failover fence */
 /**
  * A decoded Produce request (`len` body bytes at the head of `in`, header
  * `h`, `wire_version` as sent upstream) naming a topic fenced for failover
@@ -581,7 +581,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
  */
 int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
 			int16_t wire_version, const struct codec_produce_request *req);
-/* clamp.c: consumers see only mirrored records (issue 14, invariant 1b) */
+/* clamp.c: consumers see only mirrored records (invariant 1b) */
 /**
  * A client request was framed (header `h`, `len` body bytes at the head of
  * `in`, not consumed): decide whether its response is clamped — Fetch with

@@ -167,7 +167,7 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		free(req);
 		return -1;
 	}
-	int fenced = proxy_fence_produce(c, in, len, h, wire_version, req); /* issue 16: never forwarded */
+	int fenced = proxy_fence_produce(c, in, len, h, wire_version, req); /* fenced: never forwarded */
 	if (fenced != 0) {
 		codec_produce_request_free(req);
 		free(req);

@@ -1,6 +1,6 @@
 /*
  * Advertised addresses: the syncgate address that fronts a broker node id
- * (shared/DESIGN.md §1, invariant 3; the rule is conf_advertised_addr(),
+ * (docs/architecture.md, invariant 3; the rule is conf_advertised_addr(),
  * shared with the routing of syncgate's own clients). Sidecar mode:
  * `advertise.nodes[id]` when given, else `advertise.template` with {host} = the broker's
  * advertised host and {id} = the node id ("{host}" when unset; the port

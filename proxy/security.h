@@ -1,5 +1,5 @@
 /*
- * security.h — abuse bounds and the admin plane's transport (issue 17):
+ * security.h — abuse bounds and the admin plane's transport:
  * accept-time caps on client connections (limits.c), HTTPS/mTLS on the
  * admin listener (admin_tls.c), and rate-limited
  * logging for both. Loop thread, except where a function says otherwise.

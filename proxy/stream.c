@@ -1,5 +1,5 @@
 /*
- * Responses forwarded as they arrive (issue 20; shared/DESIGN.md §3
+ * Responses forwarded as they arrive (docs/architecture.md
  * invariant 5): a frame above PROXY_STREAM_MIN that syncgate does not
  * rewrite — or rewrites only in its tail tags (Fetch v16+ NodeEndpoints) —
  * is not buffered whole. Its size prefix and header go to the client at
@@ -223,7 +223,7 @@ static int rx_tail(struct proxy_conn *c, struct evbuffer *in)
 	return 0;
 }
 
-/* ---- the consumer clamp, as the frame passes (issue 14) ---------------------
+/* ---- the consumer clamp, as the frame passes ---------------------
  *
  * A clamped partition (proxy_clamp_stream_partition: every gated one, whatever
  * its HighWatermark says — Kafka takes it before it reads the log, so batches

@@ -99,7 +99,7 @@ done
 SG_BOOTSTRAP=""   # set by start_syncgate when syncgate runs
 
 # start_syncgate: write $SG_RUN_DIR/syncgate.yaml (the shape of
-# /work/shared/examples/syncgate.yaml, reference: docs/configuration.md) and
+# deploy/systemd/syncgate.yaml, reference: docs/configuration.md) and
 # start syncgate in front of the source broker: mirror "dr" = the dest
 # cluster, topic $TOPIC desired SYNC. Waits until syncgate listens and the
 # topic is effectively SYNC (promoted at lag 0). Sets SG_BOOTSTRAP, SG_ADMIN.

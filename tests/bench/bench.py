@@ -59,7 +59,7 @@ GOALS = {
     "scale_10k_partitions_2_mirrors_5k_msg_s_syncgate_share_p99_ms_max": 5,
     "scale_10k_partitions_2_mirrors_5k_msg_s_syncgate_cpu_max": 0.2,
     "idle_destination_cpu_per_mirror_max": 0.05,
-    "held_response_overhead_bytes_max": 512,  # issue 20 (was 1 KiB)
+    "held_response_overhead_bytes_max": 512,  # streaming and bounded memory (was 1 KiB)
     "idle_10k_connections_rss_mib_max": 200,
 }
 
@@ -1093,7 +1093,7 @@ def render_gate(g) -> list:
               "tail consumer's own delivery delay subtracted: it can be slightly negative). "
               "Median over rounds of per-round percentiles, ms. syncgate histogram = its own "
               "`syncgate_mirror_sync_replication_latency_seconds` (1 ms-resolution buckets, upper bound, shown in ms).", "",
-              "Goals (issue 18): release p50 ≤ 0.5 ms, p99 ≤ 2 ms (tail, demand-driven poll); mm2 p50 ≤ 1 ms "
+              "Goals: release p50 ≤ 0.5 ms, p99 ≤ 2 ms (tail, demand-driven poll); mm2 p50 ≤ 1 ms "
               "after the offset-sync is written. Targets `…@base`: another build (`--base-bin`), same probe.", "",
               "| mirror | target | total p50 / p99 / p99.9 | source p50 / p99 | replication p50 / p99 | "
               "release p50 / p99 / p99.9 | syncgate histogram p50 / p99 ≤ |",

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Consumer throughput with the clamp to the mirrored high watermark (issue 14).
+"""Consumer throughput with the clamp to the mirrored high watermark.
 
 One source and one destination cluster (one broker each), the offset-preserving
 test mirror, a topic filled and fully mirrored (so the clamp withholds nothing

@@ -1,5 +1,5 @@
 /* codec/fetch_clamp.c and codec/offsets_clamp.c: the clamp to the mirrored
- * high watermark (issue 14), every Fetch version 4–18. */
+ * high watermark, every Fetch version 4–18. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * Unit tests of codec/stream.c (issue 20): the streaming Fetch response
+ * Unit tests of codec/stream.c: the streaming Fetch response
  * scan reaches the top-level tags at the offset the whole-body scan gives,
  * for every version's golden frame, however the body arrives (every split
  * point; one byte at a time); every truncated body stops with UNDERFLOW;

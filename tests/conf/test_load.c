@@ -537,7 +537,7 @@ Test(conf, mirror_derived_defaults)
 	conf_free(c);
 }
 
-/* issue 17: source.properties (secrets resolved, secret-named plain values
+/* Production security: source.properties (secrets resolved, secret-named plain values
  * flagged), admin.tls, the connection caps. */
 Test(conf, source_properties_and_admin_tls)
 {

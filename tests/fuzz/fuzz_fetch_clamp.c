@@ -1,5 +1,5 @@
 /*
- * Fuzz codec_fetch_response_clamp (issue 14): the edits stay inside the body,
+ * Fuzz codec_fetch_response_clamp: the edits stay inside the body,
  * in order; applied, they give a Fetch response that scans again, in which
  * no gated partition without an error holds a whole batch whose last offset
  * is at or past the mirrored HW, whatever its HighWatermark says (walked

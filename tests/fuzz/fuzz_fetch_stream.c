@@ -1,5 +1,5 @@
 /*
- * Fuzz codec_fetch_stream_next (issue 20) as a proxy drives it: the body
+ * Fuzz codec_fetch_stream_next as a proxy drives it: the body
  * arrives in pieces (every UNDERFLOW gets a few more bytes), structure units
  * are consumed, record runs skipped. Whenever codec_fetch_response_scan
  * accepts the body, the stream reaches its tail at the same offset; the tail

@@ -1,5 +1,5 @@
 /*
- * Fuzz codec_produce_stream_next (issue 20) as a proxy drives it: the body
+ * Fuzz codec_produce_stream_next as a proxy drives it: the body
  * arrives in pieces, units are consumed, record runs skipped. Whenever
  * codec_produce_request_decode accepts the body, the stream reaches its tail
  * with the same acks, timeout, partitions and offset spans.

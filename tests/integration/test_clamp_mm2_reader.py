@@ -1,4 +1,4 @@
-"""A real MirrorMaker 2 that reads the source THROUGH syncgate (issue 14, "Mirror
+"""A real MirrorMaker 2 that reads the source THROUGH syncgate ("Mirror
 readers are never clamped"; invariant 1b).
 
 MM2 is the `offsets: mm2` mirror that gates the topic, and its source
@@ -12,7 +12,7 @@ the gate releases again, and an ordinary consumer through syncgate is still
 clamped to what MM2 has copied (also while MM2 is paused). That MM2 reads
 read_committed while the mirror is configured `mm2_isolation_level:
 read_uncommitted`: syncgate sees it in the exempt reader's Fetch and warns
-once (`mirror_reader_read_committed`, issue 15 item 2).
+once (`mirror_reader_read_committed`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The client matrix (issue 15): real producers of many Kafka clients and
+"""The client matrix: real producers of many Kafka clients and
 versions through syncgate while the mirror is paused and resumed. Each client
 is a tests/clients program built or installed from the package registries by
 tests/clients/install.sh (cached under .cache/clients).

@@ -12,7 +12,7 @@ import pytest
 from kafkabed import REPO
 from sgfixture import SYNCGATE_BIN
 
-# tests/conf/syncgate.yaml is the shared example (shared/examples/syncgate.yaml)
+# tests/conf/syncgate.yaml is a full example configuration (every section)
 # with its file paths replaced by @DIR@.
 EXAMPLE = os.path.join(REPO, "tests", "conf", "syncgate.yaml")
 EXAMPLE_FILES = ("server.crt", "server.key", "clients-ca.crt", "ca.crt", "admin.token")

@@ -1,4 +1,4 @@
-"""Consumers through syncgate see only mirrored records (issue 14; KIP unified
+"""Consumers through syncgate see only mirrored records (KIP unified
 high watermark; invariant 1b; scenario S21).
 
 Source, destination, the offset-preserving test mirror, syncgate in front of

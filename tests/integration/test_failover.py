@@ -1,4 +1,4 @@
-"""Failover in one command (issue 16) against real Apache Kafka: syncgate-ctl
+"""Failover in one command against real Apache Kafka: syncgate-ctl
 failover / verify / unfence, driven like an operator would.
 
 * Planned failover under load (a Java idempotent producer through syncgate,

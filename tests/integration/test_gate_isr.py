@@ -1,6 +1,6 @@
 """The sync gate's MinISR fast failure against a real three-broker destination.
 
-KIP "Errors" / DESIGN.md §2: when a registered, effective-SYNC mirror reports
+KIP "Errors" / docs/architecture.md: when a registered, effective-SYNC mirror reports
 its destination partition's ISR below min.insync.replicas, waiting partitions
 fail AT ONCE with NOT_ENOUGH_REMOTE_REPLICAS_AFTER_APPEND (provisional 191 for
 Produce v14; NOT_ENOUGH_REPLICAS_AFTER_APPEND (20) for older versions), the

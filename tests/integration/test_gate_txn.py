@@ -1,5 +1,5 @@
-"""Transactions with a read_committed MirrorMaker 2 (issue 15 item 2,
-SCENARIOS S19).
+"""Transactions with a read_committed MirrorMaker 2
+(scenario S19).
 
 A transactional producer's data acks are held until the mirror has the
 records; an MM2 that reads the source read_committed (its exactly-once mode)

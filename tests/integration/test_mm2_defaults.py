@@ -1,4 +1,4 @@
-"""MirrorMaker 2 at its defaults (issue 15 item 1, SCENARIOS S18).
+"""MirrorMaker 2 at its defaults (scenario S18).
 
 MM2 emits an offset-sync only when the offsets drift by more than
 `offset.lag.max` (default 100). With `offsets: mm2` the gate cannot see a

@@ -301,7 +301,7 @@ def test_kafka_python_sasl_v0(make_syncgate, sec, topic_name, mechanism):
 @pytest.mark.parametrize("mechanism,client", [("PLAIN", "librdkafka"), ("SCRAM-SHA-256", "kafka-python")])
 def test_exempt_sasl_principal_is_not_clamped(make_syncgate, make_testmirror, sec, dest, topic_name, mechanism,
                                               client):
-    """consumers.exempt_principals with SASL (issue 14): syncgate reads the
+    """consumers.exempt_principals with SASL: syncgate reads the
     user from the client's first SASL message and takes it once the broker
     accepted it. The exempt user reads past the mirrored HW while the mirror
     is paused; another user with the same client id is clamped. librdkafka:

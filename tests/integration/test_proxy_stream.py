@@ -1,4 +1,4 @@
-"""Large responses through syncgate (issue 20, scenario S17; invariant 5):
+"""Large responses through syncgate (scenario S17; invariant 5):
 responses stream through a fixed window instead of being buffered whole, so
 memory stays within the configured limits however large the frames, and a
 frame above limits.max_frame_bytes that a client could read directly is not

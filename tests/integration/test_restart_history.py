@@ -1,4 +1,4 @@
-"""Issue 12 / scenario S13 — restart with history (invariant 1, "only the
+"""Restart with history (scenario S13; invariant 1, "only the
 current state decides"): a state log holding an earlier demotion (ALTER
 ASYNC, RELEASE, or an automatic DEMOTE) followed by a re-promotion must not
 let the records replayed while a restarting sidecar catches up on the log —
@@ -152,7 +152,7 @@ def sidecar(bed, make_syncgate, source, dest, topic, **mirror_extra):
 
 def test_restart_with_alter_async_sync_history_never_acks_early(
         bed, make_syncgate, make_testmirror, source, dest, topic_name):
-    """History REGISTER, ALTER ASYNC, ALTER SYNC, REGISTER (issue 12's input)."""
+    """History REGISTER, ALTER ASYNC, ALTER SYNC, REGISTER (the field report's input)."""
     source.create_topic(topic_name)
     dest.create_topic(topic_name)
     mirror = make_testmirror([topic_name])

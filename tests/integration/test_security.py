@@ -1,4 +1,4 @@
-"""Production security (issue 17) against real Kafka.
+"""Production security against real Kafka.
 
 * source.properties: syncgate's own source clients (state log, decider,
   source high watermarks, probe) authenticate with SASL PLAIN over TLS to a

@@ -1,4 +1,4 @@
-"""Least privilege (issue 17) against real Kafka: a source and a destination
+"""Least privilege against real Kafka: a source and a destination
 with the KRaft StandardAuthorizer, where syncgate's principal (User:syncgate,
 SASL PLAIN over TLS) has exactly the ACLs of docs/operating.md "Securing
 syncgate" — the kafka-acls.sh lines are read from the doc and run as written

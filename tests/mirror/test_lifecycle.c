@@ -270,7 +270,7 @@ Test(lifecycle, record_json_round_trip)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Failover fence (issue 16): FENCE/UNFENCE records                          */
+/* Failover fence: FENCE/UNFENCE records                          */
 /* ------------------------------------------------------------------------ */
 
 /* FENCE and UNFENCE only set the fence: in every state, the type, the

@@ -1,6 +1,6 @@
 /*
- * Unit tests of the client idle timeout in proxy/conn.c (limits.client_idle_ms,
- * issue 17): an idle pair is closed; a pair with a request in flight, a held
+ * Unit tests of the client idle timeout in proxy/conn.c (limits.client_idle_ms):
+ * an idle pair is closed; a pair with a request in flight, a held
  * response, or bytes queued either way is never closed, however long it
  * waits; traffic and reloads move the deadline. The client and the broker
  * are the test's ends of two socketpairs.

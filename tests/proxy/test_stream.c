@@ -1,6 +1,6 @@
 /*
  * Unit tests of proxy/stream.c and the upstream side of proxy/conn.c: large
- * responses are forwarded as they arrive (issue 20) — split at every byte
+ * responses are forwarded as they arrive — split at every byte
  * boundary, pipelined behind held entries, the Fetch v16+ tail rewritten to
  * the same length, a client that stops reading (backpressure reaches the
  * broker, memory stays bounded), either side closing mid-stream. The client
@@ -706,7 +706,7 @@ Test(proxy_stream, malformed_streamed_produce_logs_its_offset)
 	fixture_fini(&f);
 }
 
-/* ---- the consumer clamp as the frame streams (issue 14) --------------------- */
+/* ---- the consumer clamp as the frame streams --------------------- */
 
 static const char *clamp_yaml =
 	"mode: sidecar\n"

@@ -1,6 +1,6 @@
 /*
  * tests/codec/oracle/oracle.h — codec code only the tests, fuzzers and the
- * bench use (issue 19: not built into syncgate): encoders that are the
+ * bench use (not built into syncgate): encoders that are the
  * round-trip oracles of the decoders, the whole FindCoordinator,
  * DescribeCluster and ListOffsets-response codecs (oracles of the endpoint
  * rewrite and the offsets clamp), the frame peek and the error-name table.
