@@ -306,7 +306,20 @@ struct codec_api {
 	int16_t min_version;    /* lowest version Apache Kafka 4.3 serves; -1: none */
 	int16_t max_version;    /* highest stable version Apache Kafka 4.3 serves; -1: none */
 	int16_t endpoints_from; /* first version whose response names brokers (rewritten); -1: never */
+	uint8_t does;           /* what syncgate does besides forwarding: CODEC_DOES_* (0: byte for byte) */
 };
+
+/* codec_api.does — what syncgate does with an API besides forwarding its
+ * frames (and rewriting broker addresses from endpoints_from on). The proxy
+ * decides from these columns alone whether a response is read (buffered
+ * whole), streamed opaque, or streamed and judged (proxy/response.c
+ * response_plan). */
+#define CODEC_DOES_READ_REQUEST  0x01 /* the request is decoded (a field of it decides something) */
+#define CODEC_DOES_READ_RESPONSE 0x02 /* the response body is read (buffered whole) */
+#define CODEC_DOES_HOLD          0x04 /* its response can be held by the gate (acks=all Produce) */
+#define CODEC_DOES_CLAMP         0x08 /* the consumer clamp cuts its answer to the mirrored HW */
+#define CODEC_DOES_STREAM        0x10 /* a large response is rewritten / clamped as it streams */
+#define CODEC_DOES_COUNT         0x20 /* seen and counted, not changed (e.g. ShareFetch: not clamped) */
 
 /** Table row for `api_key`, or NULL for a key Kafka 4.x does not have. */
 const struct codec_api *codec_api_get(int16_t api_key);

@@ -304,9 +304,9 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 {
 	clamp_metrics_init();
 	int16_t key = h->api_key, version = h->api_version;
-	if (key != CODEC_API_FETCH && key != CODEC_API_LIST_OFFSETS &&
-	    key != CODEC_API_OFFSET_FOR_LEADER_EPOCH && key != CODEC_API_SHARE_FETCH)
-		return 0;
+	const struct codec_api *api = codec_api_get(key);
+	if (!api || !(api->does & (CODEC_DOES_CLAMP | CODEC_DOES_COUNT)))
+		return 0; /* the API table says which answers the clamp cuts (or counts) */
 	struct codec_iov iov[PROXY_MAX_IOV];
 	int niov = proxy_buf_iov(in, 4, len, iov, PROXY_MAX_IOV);
 	if (niov < 0)

@@ -182,6 +182,45 @@ static void sasl_principal_confirmed(struct proxy_conn *c)
 	c->principal_exempt_gen = 0; /* decide the exemption again */
 }
 
+/*
+ * How the response to entry `e` is handled: read (buffered whole and
+ * decoded, rewritten or judged), or streamed as it arrives (stream: judged
+ * or rewritten on the way; neither: byte for byte). Decided from the API
+ * table's columns (codec_api.does, endpoints_from) and what the request left
+ * on the entry — the one place the buffered path (proxy_response_handle)
+ * and the streaming decision (proxy_response_stream_start) ask.
+ */
+struct response_plan {
+	bool body;    /* the body is read once any clamp ran: endpoints, ApiVersions, SASL, a held Produce */
+	bool buffer;  /* the frame is buffered whole first (a body read that cannot stream, a clamp) */
+	bool scan;    /* streamed, it is judged or rewritten on the way (a large Fetch) */
+};
+
+static struct response_plan response_plan(const struct proxy_entry *e)
+{
+	const struct codec_api *a = codec_api_get(e->api_key);
+	unsigned does = a ? a->does : 0;
+	int16_t key = e->api_key, version = e->api_version;
+	bool endpoints = codec_response_has_endpoints(key, version);
+	struct response_plan p = {false, false, false};
+	if (does & CODEC_DOES_READ_RESPONSE) {
+		/* SaslHandshake: only v0 starts raw tokens; SaslAuthenticate: only
+		 * while the principal is unknown (request.c set e->sasl_auth) */
+		p.body = key == CODEC_API_SASL_HANDSHAKE ? version == 0
+		       : key == CODEC_API_SASL_AUTHENTICATE ? e->sasl_auth : true;
+	}
+	if ((does & CODEC_DOES_HOLD) && e->produce)
+		p.body = true; /* a gated Produce: its summary says which partitions */
+	if (endpoints)
+		p.body = true;
+	bool clamped = (does & CODEC_DOES_CLAMP) && e->clamp;
+	bool clamp_streams = clamped && proxy_clamp_streams(e);
+	if (does & CODEC_DOES_STREAM)
+		p.scan = clamp_streams || (endpoints && !clamped);
+	p.buffer = (p.body && !p.scan) || (clamped && !clamp_streams);
+	return p;
+}
+
 int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
 	response_metrics_init();
@@ -228,11 +267,9 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 			return rc < 0 ? -1 : 0;
 	}
 	int16_t key = e->api_key, version = e->api_version;
-	bool endpoints = codec_response_has_endpoints(key, version);
 	bool sasl_v0 = key == CODEC_API_SASL_HANDSHAKE && version == 0;
-	bool want_body = endpoints || key == CODEC_API_API_VERSIONS || sasl_v0 || e->sasl_auth ||
-			 (key == CODEC_API_PRODUCE && e->produce);
-	if (!want_body) {
+	bool endpoints = codec_response_has_endpoints(key, version);
+	if (!response_plan(e).body) {
 		respond_unchanged(c, e, in, len);
 		return 0;
 	}
@@ -318,11 +355,8 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 	bool scan = false;
 	if (e->kind == PROXY_ENTRY_KAFKA) {
 		int16_t key = e->api_key, version = e->api_version;
-		bool fetch_tail = key == CODEC_API_FETCH && codec_response_has_endpoints(key, version);
-		bool clamp = proxy_clamp_streams(e);
-		if ((e->clamp && !clamp) || e->sasl_auth || (key == CODEC_API_PRODUCE && e->produce) ||
-		    key == CODEC_API_API_VERSIONS || key == CODEC_API_SASL_HANDSHAKE ||
-		    (codec_response_has_endpoints(key, version) && !fetch_tail))
+		struct response_plan plan = response_plan(e);
+		if (plan.buffer)
 			return 2; /* rewritten: buffered whole (limits.max_frame_bytes) */
 		struct codec_iov iov[PROXY_MAX_IOV];
 		size_t avail = evbuffer_get_length(in) - 4;
@@ -331,7 +365,7 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 			return 0;
 		int niov = proxy_buf_iov(in, 4, peek, iov, PROXY_MAX_IOV);
 		int32_t correlation_id;
-		scan = fetch_tail || clamp;
+		scan = plan.scan;
 		enum codec_err err = niov < 0 ? CODEC_ERR_BAD_MSG
 					      : codec_response_header_decode(iov, niov, key, version,
 									     &correlation_id, &hdr_len);

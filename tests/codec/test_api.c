@@ -68,3 +68,28 @@ Test(codec, api_table_names_the_responses_with_broker_addresses)
 	cr_assert(eq(i64, (int64_t)(n), (int64_t)(7)), "no other response names brokers");
 	cr_assert_not(codec_response_has_endpoints(1000, 0));
 }
+
+/* What else syncgate does is a column too (codec_api.does): the proxy's
+ * hold, clamp and streaming decisions read nothing else. */
+Test(codec, api_table_says_what_syncgate_does_besides_forwarding)
+{
+	int held = 0, clamped = 0, streamed = 0, read = 0;
+	for (int16_t k = 0; k <= 92; k++) {
+		unsigned d = codec_api_get(k)->does;
+		held += (d & CODEC_DOES_HOLD) != 0;
+		clamped += (d & CODEC_DOES_CLAMP) != 0;
+		streamed += (d & CODEC_DOES_STREAM) != 0;
+		read += (d & CODEC_DOES_READ_RESPONSE) != 0;
+	}
+	cr_assert(eq(int, held, 1), "only Produce responses are held");
+	cr_assert(ne(int, codec_api_get(CODEC_API_PRODUCE)->does & CODEC_DOES_HOLD, 0));
+	cr_assert(eq(int, clamped, 3), "the consumer clamp cuts Fetch, ListOffsets, OffsetForLeaderEpoch");
+	cr_assert(ne(int, codec_api_get(CODEC_API_FETCH)->does & CODEC_DOES_CLAMP, 0));
+	cr_assert(ne(int, codec_api_get(CODEC_API_LIST_OFFSETS)->does & CODEC_DOES_CLAMP, 0));
+	cr_assert(ne(int, codec_api_get(CODEC_API_OFFSET_FOR_LEADER_EPOCH)->does & CODEC_DOES_CLAMP, 0));
+	cr_assert(eq(int, codec_api_get(CODEC_API_SHARE_FETCH)->does & CODEC_DOES_CLAMP, 0),
+		  "ShareFetch is counted, not clamped (README)");
+	cr_assert(eq(int, streamed, 1), "only Fetch is rewritten or clamped as it streams");
+	cr_assert(ne(int, codec_api_get(CODEC_API_FETCH)->does & CODEC_DOES_STREAM, 0));
+	cr_assert(eq(int, read, 4), "Metadata, SaslHandshake, ApiVersions, SaslAuthenticate are read");
+}
