@@ -1,6 +1,7 @@
 /* codec/fetch_clamp.c and codec/offsets_clamp.c: the clamp to the mirrored
  * high watermark, every Fetch version 4–18. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -136,7 +137,7 @@ static void fetch_body(struct codec_buf *b, int16_t v, int64_t hw, int64_t lso,
 			codec_write_uvarint(b, 0);
 		}
 	}
-	cr_assert_eq(b->err, CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(b->err), (int64_t)(CODEC_OK)));
 }
 
 /* Apply edits to a contiguous body. */
@@ -154,7 +155,7 @@ static uint8_t *apply_edits(const uint8_t *body, size_t len, const struct codec_
 	}
 	memcpy(o + w, body + pos, len - pos);
 	w += len - pos;
-	cr_assert_eq(w, n);
+	cr_assert(eq(i64, (int64_t)(w), (int64_t)(n)));
 	*out_len = n;
 	return o;
 }
@@ -171,7 +172,7 @@ static int hw_fn(void *ctx, const char *topic, const uint8_t *topic_id, int32_t 
 	struct hw_ctx *h = ctx;
 	h->calls++;
 	cr_assert(topic ? strcmp(topic, "orders") == 0 : topic_id && topic_id[0] == 0x01);
-	cr_assert_eq(partition, 0); /* the error partition is never asked */
+	cr_assert(eq(i64, (int64_t)(partition), (int64_t)(0))); /* the error partition is never asked */
 	*mhw = h->mhw;
 	return h->gated;
 }
@@ -181,7 +182,7 @@ static struct codec_slice p0_records(const uint8_t *body, size_t len, int16_t v,
 {
 	struct codec_iov iov = {body, len};
 	struct codec_fetch_response_scan s;
-	cr_assert_eq(codec_fetch_response_scan(&iov, 1, v, &s), CODEC_OK, "clamped body must decode (v%d)", v);
+	cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&iov, 1, v, &s)), (int64_t)(CODEC_OK)), "clamped body must decode (v%d)", v);
 	*hw = s.partitions[0].high_watermark;
 	*lso = s.partitions[0].last_stable_offset;
 	/* records follow: LogStartOffset, aborted (1 entry), PreferredReadReplica */
@@ -200,7 +201,7 @@ static struct codec_slice p0_records(const uint8_t *body, size_t len, int16_t v,
 	if (v >= 11)
 		codec_read_i32(&r);
 	struct codec_slice rec = codec_read_slice(&r, true, true);
-	cr_assert_eq(r.err, CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_OK)));
 	codec_fetch_response_scan_free(&s);
 	return rec;
 }
@@ -224,39 +225,38 @@ static void check_clamp(int16_t v, int64_t mhw, size_t kept)
 	struct codec_iov iov[3] = {{body.data, 7}, {body.data + 7, 50}, {body.data + 57, body.len - 57}};
 	struct hw_ctx h = {mhw, 1, 0};
 	struct codec_fetch_clamp fc;
-	cr_assert_eq(codec_fetch_response_clamp(iov, 3, v, hw_fn, &h, &fc), CODEC_OK, "v%d", v);
-	cr_assert_eq(h.calls, 1);
-	cr_assert_eq(fc.nparts, 1);
+	cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(iov, 3, v, hw_fn, &h, &fc)), (int64_t)(CODEC_OK)), "v%d", v);
+	cr_assert(eq(i64, (int64_t)(h.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(fc.nparts), (int64_t)(1)));
 	size_t len;
 	uint8_t *out = apply_edits(body.data, body.len, &fc.edits, &len);
 	int64_t hw, lso;
 	struct codec_slice rec = p0_records(out, len, v, &hw, &lso);
 	int64_t limit = mhw >= 0 ? mhw : (v >= 5 ? 3 : 0);
-	cr_assert_eq(hw, limit < 30 ? limit : 30, "v%d mhw %lld: hw %lld", v, (long long)mhw, (long long)hw);
-	cr_assert_eq(lso, limit < 25 ? limit : 25);
-	cr_assert_eq((size_t)rec.len, kept * BATCH_SIZE, "v%d mhw %lld: kept %d", v, (long long)mhw, rec.len);
+	cr_assert(eq(i64, (int64_t)(hw), (int64_t)(limit < 30 ? limit : 30)), "v%d mhw %lld: hw %lld", v, (long long)mhw, (long long)hw);
+	cr_assert(eq(i64, (int64_t)(lso), (int64_t)(limit < 25 ? limit : 25)));
+	cr_assert(eq(i64, (int64_t)((size_t)rec.len), (int64_t)(kept * BATCH_SIZE)), "v%d mhw %lld: kept %d", v, (long long)mhw, rec.len);
 	/* kept batches are the broker's bytes, unchanged */
 	cr_assert(memcmp(out + rec.off, blob.data, (size_t)rec.len) == 0);
-	cr_assert_eq(fc.batches_kept, kept);
-	cr_assert_eq(fc.batches_dropped, 3 - kept);
-	cr_assert_eq(fc.record_bytes_left, kept * BATCH_SIZE);
-	cr_assert_eq(fc.bytes_dropped, (int64_t)((3 - kept) * BATCH_SIZE));
+	cr_assert(eq(i64, (int64_t)(fc.batches_kept), (int64_t)(kept)));
+	cr_assert(eq(i64, (int64_t)(fc.batches_dropped), (int64_t)(3 - kept)));
+	cr_assert(eq(i64, (int64_t)(fc.record_bytes_left), (int64_t)(kept * BATCH_SIZE)));
+	cr_assert(eq(i64, (int64_t)(fc.bytes_dropped), (int64_t)((int64_t)((3 - kept) * BATCH_SIZE))));
 	int64_t want_records = 0;
 	for (size_t i = kept; i < 3; i++)
 		want_records += BATCHES[i].count;
-	cr_assert_eq(fc.records_dropped, want_records);
-	cr_assert_eq(fc.parts[0].wait_above,
-		     kept < 3 ? BATCHES[kept].base + BATCHES[kept].count - 1 : -1);
+	cr_assert(eq(i64, (int64_t)(fc.records_dropped), (int64_t)(want_records)));
+	cr_assert(eq(i64, (int64_t)(fc.parts[0].wait_above), (int64_t)(kept < 3 ? BATCHES[kept].base + BATCHES[kept].count - 1 : -1)));
 	/* everything after the records (DivergingEpoch, the error partition,
 	 * NodeEndpoints) is byte for byte the broker's */
 	int64_t ohw, olso;
 	struct codec_slice orig = p0_records(body.data, body.len, v, &ohw, &olso);
 	size_t tail = body.len - (orig.off + (size_t)orig.len);
-	cr_assert_eq(len - (rec.off + (size_t)rec.len), tail);
+	cr_assert(eq(i64, (int64_t)(len - (rec.off + (size_t)rec.len)), (int64_t)(tail)));
 	cr_assert(memcmp(out + len - tail, body.data + body.len - tail, tail) == 0);
 	/* before the records only HW and LSO changed (and the length prefix may shrink) */
-	cr_assert_leq(rec.off, orig.off);
-	cr_assert_geq(rec.off + 1, orig.off);
+	cr_assert(le(i64, (int64_t)(rec.off), (int64_t)(orig.off)));
+	cr_assert(ge(i64, (int64_t)(rec.off + 1), (int64_t)(orig.off)));
 	free(out);
 	codec_fetch_clamp_free(&fc);
 	codec_buf_free(&blob);
@@ -297,13 +297,13 @@ Test(codec, fetch_clamp_no_change_when_mirrored_or_not_gated)
 		struct codec_iov iov = {body.data, body.len};
 		struct hw_ctx h = {30, 1, 0};
 		struct codec_fetch_clamp fc;
-		cr_assert_eq(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc), CODEC_OK);
-		cr_assert_eq(fc.edits.n, 0);  /* mirrored HW = broker HW: byte for byte */
-		cr_assert_eq(fc.record_bytes_left, blob.len);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(fc.edits.n), (int64_t)(0)));  /* mirrored HW = broker HW: byte for byte */
+		cr_assert(eq(i64, (int64_t)(fc.record_bytes_left), (int64_t)(blob.len)));
 		codec_fetch_clamp_free(&fc);
 		h = (struct hw_ctx){-1, 0, 0};
-		cr_assert_eq(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc), CODEC_OK);
-		cr_assert_eq(fc.edits.n, 0);  /* not gated */
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(fc.edits.n), (int64_t)(0)));  /* not gated */
 		codec_fetch_clamp_free(&fc);
 		codec_buf_free(&blob);
 		codec_buf_free(&body);
@@ -326,7 +326,7 @@ static size_t clamp_past_own_hw(int16_t v, int64_t hw, int64_t lso, int64_t mhw,
 	fetch_body(&body, v, hw, lso, &blob);
 	struct codec_iov iov = {body.data, body.len};
 	struct hw_ctx h = {mhw, 1, 0};
-	cr_assert_eq(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, fc), CODEC_OK, "v%d", v);
+	cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, fc)), (int64_t)(CODEC_OK)), "v%d", v);
 	size_t len;
 	uint8_t *out = apply_edits(body.data, body.len, &fc->edits, &len);
 	struct codec_slice rec = p0_records(out, len, v, out_hw, out_lso);
@@ -345,22 +345,22 @@ Test(codec, fetch_clamp_judges_batches_past_the_response_own_high_watermark)
 		struct codec_fetch_clamp fc;
 		int64_t hw, lso;
 		size_t kept = clamp_past_own_hw(v, 20, 20, 20, &hw, &lso, &fc);
-		cr_assert_eq(kept, BATCH_SIZE, "v%d: batch 20–29 is past the mirrored HW: left out", v);
-		cr_assert_eq(hw, 20);
-		cr_assert_eq(lso, 20);
-		cr_assert_eq(fc.nparts, 1);
-		cr_assert_eq(fc.parts[0].batches_kept, 1);
-		cr_assert_eq(fc.parts[0].batches_dropped, 1);
-		cr_assert_eq(fc.records_dropped, 10);
-		cr_assert_eq(fc.bytes_dropped, (int64_t)BATCH_SIZE);
-		cr_assert_eq(fc.record_bytes_left, BATCH_SIZE);
-		cr_assert_eq(fc.parts[0].wait_above, 29, "held until the mirrored HW passes 29");
-		cr_assert_eq(fc.parts[0].records_end, 30, "the broker had read up to 30");
+		cr_assert(eq(i64, (int64_t)(kept), (int64_t)(BATCH_SIZE)), "v%d: batch 20–29 is past the mirrored HW: left out", v);
+		cr_assert(eq(i64, (int64_t)(hw), (int64_t)(20)));
+		cr_assert(eq(i64, (int64_t)(lso), (int64_t)(20)));
+		cr_assert(eq(i64, (int64_t)(fc.nparts), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].batches_kept), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].batches_dropped), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(fc.records_dropped), (int64_t)(10)));
+		cr_assert(eq(i64, (int64_t)(fc.bytes_dropped), (int64_t)((int64_t)BATCH_SIZE)));
+		cr_assert(eq(i64, (int64_t)(fc.record_bytes_left), (int64_t)(BATCH_SIZE)));
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].wait_above), (int64_t)(29)), "held until the mirrored HW passes 29");
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].records_end), (int64_t)(30)), "the broker had read up to 30");
 		codec_fetch_clamp_free(&fc);
 		/* nothing at all mirrored past 15 while the response says 10: left out too */
 		kept = clamp_past_own_hw(v, 10, 10, 15, &hw, &lso, &fc);
-		cr_assert_eq(kept, 0, "v%d", v);
-		cr_assert_eq(fc.record_bytes_left, 0);
+		cr_assert(eq(i64, (int64_t)(kept), (int64_t)(0)), "v%d", v);
+		cr_assert(eq(i64, (int64_t)(fc.record_bytes_left), (int64_t)(0)));
 		codec_fetch_clamp_free(&fc);
 	}
 }
@@ -373,16 +373,16 @@ Test(codec, fetch_clamp_judges_batches_past_the_response_own_last_stable_offset)
 		struct codec_fetch_clamp fc;
 		int64_t hw, lso;
 		size_t kept = clamp_past_own_hw(v, 20, 15, 20, &hw, &lso, &fc);
-		cr_assert_eq(kept, BATCH_SIZE, "v%d: batch 20–29 is past the mirrored HW: left out", v);
-		cr_assert_eq(hw, 20);
-		cr_assert_eq(lso, 15, "the broker's LSO below the mirrored HW stays");
-		cr_assert_eq(fc.parts[0].batches_dropped, 1);
+		cr_assert(eq(i64, (int64_t)(kept), (int64_t)(BATCH_SIZE)), "v%d: batch 20–29 is past the mirrored HW: left out", v);
+		cr_assert(eq(i64, (int64_t)(hw), (int64_t)(20)));
+		cr_assert(eq(i64, (int64_t)(lso), (int64_t)(15)), "the broker's LSO below the mirrored HW stays");
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].batches_dropped), (int64_t)(1)));
 		codec_fetch_clamp_free(&fc);
 		/* mirrored up to 30: both batches are mirrored, the response byte for byte */
 		kept = clamp_past_own_hw(v, 20, 15, 30, &hw, &lso, &fc);
-		cr_assert_eq(kept, 2 * BATCH_SIZE);
-		cr_assert_eq(fc.edits.n, 0, "v%d: every batch below the mirrored HW: no edit", v);
-		cr_assert_eq(fc.record_bytes_left, 2 * BATCH_SIZE);
+		cr_assert(eq(i64, (int64_t)(kept), (int64_t)(2 * BATCH_SIZE)));
+		cr_assert(eq(i64, (int64_t)(fc.edits.n), (int64_t)(0)), "v%d: every batch below the mirrored HW: no edit", v);
+		cr_assert(eq(i64, (int64_t)(fc.record_bytes_left), (int64_t)(2 * BATCH_SIZE)));
 		codec_fetch_clamp_free(&fc);
 	}
 }
@@ -396,8 +396,8 @@ Test(codec, fetch_clamp_flexible_length_shrinks_its_varint)
 	struct codec_iov iov = {body.data, body.len};
 	struct hw_ctx h = {15, 1, 0};
 	struct codec_fetch_clamp fc;
-	cr_assert_eq(codec_fetch_response_clamp(&iov, 1, 12, hw_fn, &h, &fc), CODEC_OK);
-	cr_assert_eq(fc.edits.delta, -(int64_t)(2 * BATCH_SIZE) - 1);
+	cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(&iov, 1, 12, hw_fn, &h, &fc)), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(fc.edits.delta), (int64_t)(-(int64_t)(2 * BATCH_SIZE) - 1)));
 	codec_fetch_clamp_free(&fc);
 	codec_buf_free(&blob);
 	codec_buf_free(&body);
@@ -415,9 +415,9 @@ Test(codec, fetch_clamp_trailing_partial_batch)
 		struct hw_ctx h = {30, 1, 0};
 		struct codec_fetch_clamp fc;
 		h.mhw = 29; /* last offset of the cut batch is 29: left out */
-		cr_assert_eq(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc), CODEC_OK);
-		cr_assert_eq(fc.parts[0].kept_len, 2 * BATCH_SIZE);
-		cr_assert_eq(fc.parts[0].batches_dropped, 0); /* a cut batch is not counted */
+		cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].kept_len), (int64_t)(2 * BATCH_SIZE)));
+		cr_assert(eq(i64, (int64_t)(fc.parts[0].batches_dropped), (int64_t)(0))); /* a cut batch is not counted */
 		codec_fetch_clamp_free(&fc);
 		codec_buf_free(&blob);
 		codec_buf_free(&body);
@@ -434,7 +434,7 @@ Test(codec, fetch_clamp_every_truncated_prefix_fails_cleanly)
 			struct codec_iov iov = {body.data, n};
 			struct hw_ctx h = {15, 1, 0};
 			struct codec_fetch_clamp fc;
-			cr_assert_neq(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc), CODEC_OK,
+			cr_assert(ne(i64, (int64_t)(codec_fetch_response_clamp(&iov, 1, v, hw_fn, &h, &fc)), (int64_t)(CODEC_OK)),
 				      "v%d prefix %zu", v, n);
 			codec_fetch_clamp_free(&fc);
 		}
@@ -461,15 +461,15 @@ Test(codec, fetch_clamp_golden_frames_stay_decodable)
 		struct codec_iov body = golden_body(&g);
 		for (int64_t m = -1; m < 6000; m = m < 10 ? m + 1 : m * 3) {
 			struct codec_fetch_clamp fc;
-			cr_assert_eq(codec_fetch_response_clamp(&body, 1, v, golden_fn, &m, &fc), CODEC_OK);
+			cr_assert(eq(i64, (int64_t)(codec_fetch_response_clamp(&body, 1, v, golden_fn, &m, &fc)), (int64_t)(CODEC_OK)));
 			size_t len;
 			uint8_t *out = apply_edits(body.base, body.len, &fc.edits, &len);
 			struct codec_iov o = {out, len};
 			struct codec_fetch_response_scan s;
-			cr_assert_eq(codec_fetch_response_scan(&o, 1, v, &s), CODEC_OK, "v%d m %lld", v, (long long)m);
+			cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&o, 1, v, &s)), (int64_t)(CODEC_OK)), "v%d m %lld", v, (long long)m);
 			for (size_t i = 0; m >= 0 && i < s.npartitions; i++)
 				if (s.partitions[i].error_code == 0)
-					cr_assert_leq(s.partitions[i].high_watermark, m);
+					cr_assert(le(i64, (int64_t)(s.partitions[i].high_watermark), (int64_t)(m)));
 			codec_fetch_response_scan_free(&s);
 			free(out);
 			codec_fetch_clamp_free(&fc);
@@ -535,14 +535,14 @@ Test(codec, fetch_request_info_replica_id_and_max_wait)
 		}
 		struct codec_iov iov = {b.data, b.len};
 		struct codec_fetch_request_info fi;
-		cr_assert_eq(codec_fetch_request_info(&iov, 1, v, &fi), CODEC_OK, "v%d", v);
-		cr_assert_eq(fi.replica_id, 3);
-		cr_assert_eq(fi.max_wait_ms, 500);
-		cr_assert_eq(fi.isolation_level, 1);
-		cr_assert_eq(fi.npartitions, 1);
+		cr_assert(eq(i64, (int64_t)(codec_fetch_request_info(&iov, 1, v, &fi)), (int64_t)(CODEC_OK)), "v%d", v);
+		cr_assert(eq(i64, (int64_t)(fi.replica_id), (int64_t)(3)));
+		cr_assert(eq(i64, (int64_t)(fi.max_wait_ms), (int64_t)(500)));
+		cr_assert(eq(i64, (int64_t)(fi.isolation_level), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(fi.npartitions), (int64_t)(1)));
 		for (size_t n = 0; n < b.len; n++) {
 			iov.len = n;
-			cr_assert_neq(codec_fetch_request_info(&iov, 1, v, &fi), CODEC_OK);
+			cr_assert(ne(i64, (int64_t)(codec_fetch_request_info(&iov, 1, v, &fi)), (int64_t)(CODEC_OK)));
 		}
 		codec_buf_free(&b);
 	}
@@ -604,41 +604,40 @@ Test(codec, list_offsets_clamp_latest_and_by_timestamp)
 		struct codec_iov iov = {b.data, b.len};
 		int64_t mhw = 50;
 		struct codec_offsets_clamp oc;
-		cr_assert_eq(codec_list_offsets_response_clamp(&iov, 1, v, &req, lo_fn, &mhw, &oc), CODEC_OK);
-		cr_assert_eq(oc.clamped, 3);
+		cr_assert(eq(i64, (int64_t)(codec_list_offsets_response_clamp(&iov, 1, v, &req, lo_fn, &mhw, &oc)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(oc.clamped), (int64_t)(3)));
 		size_t len;
 		uint8_t *out = apply_edits(b.data, b.len, &oc.edits, &len);
 		struct codec_iov o = {out, len};
 		struct codec_list_offsets_response r;
-		cr_assert_eq(codec_list_offsets_response_decode(&o, 1, v, &r), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_list_offsets_response_decode(&o, 1, v, &r)), (int64_t)(CODEC_OK)));
 		struct codec_list_offsets_partition_resp *rp = r.topics[0].partitions;
-		cr_assert_eq(rp[0].offset, 50);                         /* latest → mirrored HW */
-		cr_assert_eq(rp[1].offset, 50 > 80 ? 80 : -1);          /* record not mirrored: none */
-		cr_assert_eq(rp[1].timestamp, -1);
-		cr_assert_eq(rp[2].offset, -1);
-		cr_assert_eq(rp[3].offset, 0);                          /* below: unchanged */
-		cr_assert_eq(rp[4].offset, 10);
+		cr_assert(eq(i64, (int64_t)(rp[0].offset), (int64_t)(50)));                         /* latest → mirrored HW */
+		cr_assert(eq(i64, (int64_t)(rp[1].offset), (int64_t)(50 > 80 ? 80 : -1)));          /* record not mirrored: none */
+		cr_assert(eq(i64, (int64_t)(rp[1].timestamp), (int64_t)(-1)));
+		cr_assert(eq(i64, (int64_t)(rp[2].offset), (int64_t)(-1)));
+		cr_assert(eq(i64, (int64_t)(rp[3].offset), (int64_t)(0)));                          /* below: unchanged */
+		cr_assert(eq(i64, (int64_t)(rp[4].offset), (int64_t)(10)));
 		if (v >= 4) {
-			cr_assert_eq(rp[0].leader_epoch, 5);
-			cr_assert_eq(rp[1].leader_epoch, -1);
+			cr_assert(eq(i64, (int64_t)(rp[0].leader_epoch), (int64_t)(5)));
+			cr_assert(eq(i64, (int64_t)(rp[1].leader_epoch), (int64_t)(-1)));
 		}
 		codec_list_offsets_response_free(&r);
 		/* unknown mirrored HW: a retriable error */
 		mhw = -1;
 		codec_edits_free(&oc.edits);
-		cr_assert_eq(codec_list_offsets_response_clamp(&iov, 1, v, &req, lo_fn, &mhw, &oc), CODEC_OK);
+		cr_assert(eq(i64, (int64_t)(codec_list_offsets_response_clamp(&iov, 1, v, &req, lo_fn, &mhw, &oc)), (int64_t)(CODEC_OK)));
 		free(out);
 		out = apply_edits(b.data, b.len, &oc.edits, &len);
 		o = (struct codec_iov){out, len};
-		cr_assert_eq(codec_list_offsets_response_decode(&o, 1, v, &r), CODEC_OK);
-		cr_assert_eq(r.topics[0].partitions[0].error_code,
-			     v >= 5 ? CODEC_ERROR_OFFSET_NOT_AVAILABLE : CODEC_ERROR_LEADER_NOT_AVAILABLE);
+		cr_assert(eq(i64, (int64_t)(codec_list_offsets_response_decode(&o, 1, v, &r)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(r.topics[0].partitions[0].error_code), (int64_t)(v >= 5 ? CODEC_ERROR_OFFSET_NOT_AVAILABLE : CODEC_ERROR_LEADER_NOT_AVAILABLE)));
 		codec_list_offsets_response_free(&r);
 		free(out);
 		codec_edits_free(&oc.edits);
 		for (size_t n = 0; n < b.len; n++) {
 			iov.len = n;
-			cr_assert_neq(codec_list_offsets_response_clamp(&iov, 1, v, &req, lo_fn, &mhw, &oc), CODEC_OK);
+			cr_assert(ne(i64, (int64_t)(codec_list_offsets_response_clamp(&iov, 1, v, &req, lo_fn, &mhw, &oc)), (int64_t)(CODEC_OK)));
 			codec_edits_free(&oc.edits);
 		}
 		codec_buf_free(&b);
@@ -670,20 +669,19 @@ Test(codec, offset_for_leader_epoch_clamp_end_offset)
 		struct codec_iov iov = {b.data, b.len};
 		int64_t mhw = 50;
 		struct codec_offsets_clamp oc;
-		cr_assert_eq(codec_offset_for_leader_epoch_response_clamp(&iov, 1, v, lo_fn, &mhw, &oc), CODEC_OK);
-		cr_assert_eq(oc.clamped, 1);
-		cr_assert_eq(oc.edits.n, 1);
+		cr_assert(eq(i64, (int64_t)(codec_offset_for_leader_epoch_response_clamp(&iov, 1, v, lo_fn, &mhw, &oc)), (int64_t)(CODEC_OK)));
+		cr_assert(eq(i64, (int64_t)(oc.clamped), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(oc.edits.n), (int64_t)(1)));
 		size_t len;
 		uint8_t *out = apply_edits(b.data, b.len, &oc.edits, &len);
-		cr_assert_eq(len, b.len);
+		cr_assert(eq(i64, (int64_t)(len), (int64_t)(b.len)));
 		uint8_t want[8] = {0, 0, 0, 0, 0, 0, 0, 50};
 		cr_assert(memcmp(out + oc.edits.v[0].off, want, 8) == 0);
 		free(out);
 		codec_edits_free(&oc.edits);
 		for (size_t n = 0; n < b.len; n++) {
 			iov.len = n;
-			cr_assert_neq(codec_offset_for_leader_epoch_response_clamp(&iov, 1, v, lo_fn, &mhw, &oc),
-				      CODEC_OK);
+			cr_assert(ne(i64, (int64_t)(codec_offset_for_leader_epoch_response_clamp(&iov, 1, v, lo_fn, &mhw, &oc)), (int64_t)(CODEC_OK)));
 			codec_edits_free(&oc.edits);
 		}
 		codec_buf_free(&b);

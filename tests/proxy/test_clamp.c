@@ -6,6 +6,7 @@
  * ends of two socketpairs; progress comes from injected mirror reports.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -33,12 +34,12 @@ static void set_progress(struct fixture *f, int64_t progress)
 		.mirror = "dr", .topic = "orders", .partition = 0, .npartitions = 1,
 		.progress = progress, .source_hw = progress, .isr = 3, .min_isr = 2,
 	};
-	cr_assert_eq(mirror_gate_inject_report(f->srv.gate, &r), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(f->srv.gate, &r)), (int64_t)(0)));
 	for (int i = 0; i < 8; i++)
 		loop_once(f);
 	int64_t mhw = -1;
-	cr_assert_eq(mirror_gate_mirrored_hw(f->srv.gate, "orders", 0, &mhw), 1);
-	cr_assert_eq(mhw, progress);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_mirrored_hw(f->srv.gate, "orders", 0, &mhw)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(mhw), (int64_t)(progress)));
 }
 
 /* The pair with a gate (freed by pair_fini): orders[0] SYNC on mirror dr at `progress`. */
@@ -46,7 +47,7 @@ static void fixture_init(struct fixture *f, int64_t progress)
 {
 	pair_init(f, yaml);
 	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
-	cr_assert(f->srv.gate);
+	cr_assert_not_null(f->srv.gate);
 	set_progress(f, progress);
 }
 
@@ -81,9 +82,9 @@ static void client_fetch4(struct fixture *f, int32_t correlation_id)
 	codec_write_i32(&b, 0);            /* Partition */
 	codec_write_i64(&b, 10);           /* FetchOffset */
 	codec_write_i32(&b, 1 << 20);      /* PartitionMaxBytes */
-	cr_assert_eq(b.err, CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(b.err), (int64_t)(CODEC_OK)));
 	seal(&b);
-	cr_assert_eq(write(f->cl, b.data, b.len), (ssize_t)b.len);
+	cr_assert(eq(i64, (int64_t)(write(f->cl, b.data, b.len)), (int64_t)((ssize_t)b.len)));
 	uint8_t tmp[4096];
 	size_t got = 0;
 	for (int i = 0; i < 200 && got < b.len; i++) {
@@ -92,7 +93,7 @@ static void client_fetch4(struct fixture *f, int32_t correlation_id)
 		if (r > 0)
 			got += (size_t)r;
 	}
-	cr_assert_eq(got, b.len, "the request reaches the broker");
+	cr_assert(eq(i64, (int64_t)(got), (int64_t)(b.len)), "the request reaches the broker");
 	codec_buf_free(&b);
 }
 
@@ -140,7 +141,7 @@ static void broker_fetch4(struct codec_buf *b, int32_t correlation_id, int64_t h
 	*records_at = b->len;
 	write_batch(b, 10);
 	write_batch(b, 20);
-	cr_assert_eq(b->err, CODEC_OK);
+	cr_assert(eq(i64, (int64_t)(b->err), (int64_t)(CODEC_OK)));
 	seal(b);
 }
 
@@ -177,24 +178,24 @@ Test(proxy_clamp, held_fetch_reclamped_leaves_out_batches_past_the_mirrored_hw)
 	struct codec_buf frame;
 	size_t at;
 	broker_fetch4(&frame, 7, 20, &at);
-	cr_assert_eq(write(f.up, frame.data, frame.len), (ssize_t)frame.len);
+	cr_assert(eq(i64, (int64_t)(write(f.up, frame.data, frame.len)), (int64_t)((ssize_t)frame.len)));
 	uint8_t out[4096];
-	cr_assert_eq(client_read(&f, out, sizeof(out)), 0, "mirrored HW 10: no record left, held");
+	cr_assert(eq(i64, (int64_t)(client_read(&f, out, sizeof(out))), (int64_t)(0)), "mirrored HW 10: no record left, held");
 	struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
 	cr_assert(e && e->state == PROXY_ENTRY_HELD);
-	cr_assert_eq(distance(), 20, "the broker read up to 30, whatever HighWatermark 20 says");
+	cr_assert(eq(i64, (int64_t)(distance()), (int64_t)(20)), "the broker read up to 30, whatever HighWatermark 20 says");
 	/* the mirrored HW passes 19, the first withheld batch: clamped again at 20
 	 * — the response's own HighWatermark, yet batch 20–29 is not mirrored */
 	set_progress(&f, 20);
 	size_t n = client_read(&f, out, sizeof(out));
-	cr_assert_eq(n, frame.len - BATCH, "released with batch 10–19 only (got %zu of %zu bytes)", n,
+	cr_assert(eq(i64, (int64_t)(n), (int64_t)(frame.len - BATCH)), "released with batch 10–19 only (got %zu of %zu bytes)", n,
 		     frame.len);
-	cr_assert_eq(be32(out), (uint32_t)(n - 4));
-	cr_assert_eq(be32(out + at - 4), BATCH, "the records length is one batch");
-	cr_assert(!memcmp(out + at, frame.data + at, BATCH), "the kept batch is the broker's bytes");
-	cr_assert(!memcmp(out + 4, frame.data + 4, at - 4 - 4), "before the records nothing changed");
+	cr_assert(eq(i64, (int64_t)(be32(out)), (int64_t)((uint32_t)(n - 4))));
+	cr_assert(eq(i64, (int64_t)(be32(out + at - 4)), (int64_t)(BATCH)), "the records length is one batch");
+	cr_assert_not(memcmp(out + at, frame.data + at, BATCH), "the kept batch is the broker's bytes");
+	cr_assert_not(memcmp(out + 4, frame.data + 4, at - 4 - 4), "before the records nothing changed");
 	cr_assert(f.c->clamp_lagging);
-	cr_assert_eq(distance(), 10);
+	cr_assert(eq(i64, (int64_t)(distance()), (int64_t)(10)));
 	codec_buf_free(&frame);
 	pair_fini(&f);
 }
@@ -207,12 +208,12 @@ Test(proxy_clamp, fetch_below_the_mirrored_hw_passes_byte_for_byte)
 	struct codec_buf frame;
 	size_t at;
 	broker_fetch4(&frame, 8, 20, &at);
-	cr_assert_eq(write(f.up, frame.data, frame.len), (ssize_t)frame.len);
+	cr_assert(eq(i64, (int64_t)(write(f.up, frame.data, frame.len)), (int64_t)((ssize_t)frame.len)));
 	uint8_t out[4096];
 	size_t n = client_read(&f, out, sizeof(out));
-	cr_assert_eq(n, frame.len);
-	cr_assert(!memcmp(out, frame.data, n), "every batch below the mirrored HW: unchanged");
-	cr_assert(!f.c->clamp_lagging);
+	cr_assert(eq(i64, (int64_t)(n), (int64_t)(frame.len)));
+	cr_assert_not(memcmp(out, frame.data, n), "every batch below the mirrored HW: unchanged");
+	cr_assert_not(f.c->clamp_lagging);
 	codec_buf_free(&frame);
 	pair_fini(&f);
 }

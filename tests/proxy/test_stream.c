@@ -8,6 +8,7 @@
  * record bytes go through splice(2) when nothing is buffered).
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -206,7 +207,7 @@ Test(proxy_stream, passthrough_fetch_streams_byte_for_byte_at_every_split)
 {
 	/* Fetch v16 without NodeEndpoints: the client gets exactly the broker's bytes */
 	struct buf frame = fetch16(42, 2, 40000, NULL);
-	cr_assert_gt(frame.n, PROXY_STREAM_MIN);
+	cr_assert(gt(i64, (int64_t)(frame.n), (int64_t)(PROXY_STREAM_MIN)));
 	size_t step = 1;
 	for (size_t cut = 1; cut < frame.n; cut += step) {
 		/* every boundary in the structure, a sample inside the records */
@@ -216,10 +217,10 @@ Test(proxy_stream, passthrough_fetch_streams_byte_for_byte_at_every_split)
 		fetch_entry(&f, 42);
 		struct buf out = { 0 };
 		feed(&f, &frame, &cut, 1, &out);
-		cr_assert_eq(out.n, frame.n, "cut at %zu: got %zu of %zu bytes", cut, out.n, frame.n);
-		cr_assert(!memcmp(out.p, frame.p, frame.n), "cut at %zu: bytes differ", cut);
-		cr_assert_eq(f.c->nfifo, 0);
-		cr_assert_eq(f.c->rx.state, PROXY_RX_FRAME);
+		cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)), "cut at %zu: got %zu of %zu bytes", cut, out.n, frame.n);
+		cr_assert_not(memcmp(out.p, frame.p, frame.n), "cut at %zu: bytes differ", cut);
+		cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(0)));
+		cr_assert(eq(i64, (int64_t)(f.c->rx.state), (int64_t)(PROXY_RX_FRAME)));
 		free(out.p);
 		fixture_fini(&f);
 	}
@@ -238,8 +239,8 @@ Test(proxy_stream, one_byte_at_a_time)
 		cuts[n++] = i;
 	struct buf out = { 0 };
 	feed(&f, &frame, cuts, n, &out);
-	cr_assert_eq(out.n, frame.n);
-	cr_assert(!contains(&out, BROKER_HOST), "no broker address reaches the client");
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
+	cr_assert_not(contains(&out, BROKER_HOST), "no broker address reaches the client");
 	cr_assert(contains(&out, ADVERTISED));
 	free(cuts);
 	free(out.p);
@@ -256,12 +257,12 @@ Test(proxy_stream, tail_endpoints_rewritten_to_the_same_length)
 	fetch_entry(&f, 9);
 	struct buf out = { 0 };
 	feed(&f, &frame, NULL, 0, &out);
-	cr_assert_eq(out.n, frame.n);
-	cr_assert(!contains(&out, BROKER_HOST));
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
+	cr_assert_not(contains(&out, BROKER_HOST));
 	cr_assert(contains(&out, ADVERTISED));
 	/* everything before the tail is byte for byte */
 	size_t tail = frame.n - (1 + 1 + 1 + 1 + 4 + 1 + strlen(BROKER_HOST) + 4 + 1 + 1);
-	cr_assert(!memcmp(out.p, frame.p, tail));
+	cr_assert_not(memcmp(out.p, frame.p, tail));
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -276,15 +277,15 @@ Test(proxy_stream, longer_advertised_address_sends_empty_endpoints)
 	fetch_entry(&f, 9);
 	struct buf out = { 0 };
 	feed(&f, &frame, NULL, 0, &out);
-	cr_assert_eq(out.n, frame.n);
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
 	size_t body_end = frame.n;
 	/* tail: count 2, tag 0 size 1 empty array, then the filler */
 	size_t tail_len = 1 + 1 + 1 + (1 + 4 + 2 + 4 + 1 + 1);
 	const uint8_t *t = out.p + body_end - tail_len;
-	cr_assert_eq(t[0], 2);
-	cr_assert_eq(t[1], 0);
-	cr_assert_eq(t[2], 1);
-	cr_assert_eq(t[3], 1);
+	cr_assert(eq(i64, (int64_t)(t[0]), (int64_t)(2)));
+	cr_assert(eq(i64, (int64_t)(t[1]), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(t[2]), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(t[3]), (int64_t)(1)));
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -303,10 +304,10 @@ Test(proxy_stream, small_frame_rewrite_changes_a_length)
 		loop_once(&f);
 		client_read(&f, &out);
 	}
-	cr_assert_eq(out.n, frame.n + strlen(ADVERTISED) - 1, "the host grew by %zu bytes",
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n + strlen(ADVERTISED) - 1)), "the host grew by %zu bytes",
 		     strlen(ADVERTISED) - 1);
 	uint32_t size = (uint32_t)out.p[0] << 24 | (uint32_t)out.p[1] << 16 | (uint32_t)out.p[2] << 8 | out.p[3];
-	cr_assert_eq(size, out.n - 4, "the size prefix follows the rewrite");
+	cr_assert(eq(i64, (int64_t)(size), (int64_t)(out.n - 4)), "the size prefix follows the rewrite");
 	cr_assert(contains(&out, ADVERTISED));
 	free(out.p);
 	free(frame.p);
@@ -339,10 +340,10 @@ Test(proxy_stream, pipelined_behind_a_held_entry_in_order_and_bounded)
 		if (user > peak)
 			peak = user;
 	}
-	cr_assert_eq(client_read(&f, &out), 0, "nothing overtakes the held head");
+	cr_assert(eq(i64, (int64_t)(client_read(&f, &out)), (int64_t)(0)), "nothing overtakes the held head");
 	cr_assert(f.c->upstream_paused, "the broker is not read past the window");
-	cr_assert_lt(off, both.n, "backpressure reached the broker");
-	cr_assert_leq(peak, (1u << 20) + (128u << 10), "user-space bytes bounded: %zu", peak);
+	cr_assert(lt(i64, (int64_t)(off), (int64_t)(both.n)), "backpressure reached the broker");
+	cr_assert(le(i64, (int64_t)(peak), (int64_t)((1u << 20) + (128u << 10))), "user-space bytes bounded: %zu", peak);
 	/* release the head: everything follows, in order */
 	held->out = evbuffer_new();
 	evbuffer_add(held->out, "HELD", 4);
@@ -353,12 +354,12 @@ Test(proxy_stream, pipelined_behind_a_held_entry_in_order_and_bounded)
 		loop_once(&f);
 		client_read(&f, &out);
 	}
-	cr_assert_eq(out.n, 4 + both.n);
-	cr_assert(!memcmp(out.p, "HELD", 4));
-	cr_assert(!memcmp(out.p + 4, a.p, a.n), "the first streamed response whole and in order");
-	cr_assert(!contains(&out, BROKER_HOST));
-	cr_assert_eq(f.c->nfifo, 0);
-	cr_assert_eq(f.c->queued_bytes, 0);
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(4 + both.n)));
+	cr_assert_not(memcmp(out.p, "HELD", 4));
+	cr_assert_not(memcmp(out.p + 4, a.p, a.n), "the first streamed response whole and in order");
+	cr_assert_not(contains(&out, BROKER_HOST));
+	cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(f.c->queued_bytes), (int64_t)(0)));
 	free(a.p);
 	free(b.p);
 	free(both.p);
@@ -381,8 +382,8 @@ Test(proxy_stream, client_that_stops_reading_pauses_the_broker)
 		if (user > peak)
 			peak = user;
 	}
-	cr_assert_lt(off, frame.n / 2, "the broker was stopped (%zu of %zu written)", off, frame.n);
-	cr_assert_leq(peak, (1u << 20) + (128u << 10), "user-space bytes bounded: %zu", peak);
+	cr_assert(lt(i64, (int64_t)(off), (int64_t)(frame.n / 2)), "the broker was stopped (%zu of %zu written)", off, frame.n);
+	cr_assert(le(i64, (int64_t)(peak), (int64_t)((1u << 20) + (128u << 10))), "user-space bytes bounded: %zu", peak);
 	/* the client reads again: everything arrives */
 	struct buf out = { 0 };
 	for (int i = 0; i < 200000 && out.n < frame.n; i++) {
@@ -390,8 +391,8 @@ Test(proxy_stream, client_that_stops_reading_pauses_the_broker)
 		loop_once(&f);
 		client_read(&f, &out);
 	}
-	cr_assert_eq(out.n, frame.n);
-	cr_assert(!memcmp(out.p, frame.p, frame.n));
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
+	cr_assert_not(memcmp(out.p, frame.p, frame.n));
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -416,10 +417,10 @@ Test(proxy_stream, broker_closes_mid_stream_closes_the_client)
 		loop_once(&f);
 		client_read(&f, &out);
 	}
-	cr_assert_eq(f.srv.nconns, 0, "the pair is freed");
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(0)), "the pair is freed");
 	client_read(&f, &out);
-	cr_assert_eq(out.n, off, "every byte read was delivered (%zu of %zu)", out.n, off);
-	cr_assert_eq(read(f.cl, out.p, 1), 0, "then the client sees the close");
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(off)), "every byte read was delivered (%zu of %zu)", out.n, off);
+	cr_assert(eq(i64, (int64_t)(read(f.cl, out.p, 1)), (int64_t)(0)), "then the client sees the close");
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -444,12 +445,12 @@ Test(proxy_stream, client_closes_mid_stream_rest_is_read_and_dropped)
 		off += broker_write(&f, frame.p + off, frame.n - off);
 		loop_once(&f);
 	}
-	cr_assert_eq(off, frame.n, "the broker's response is read to its end (no RST)");
+	cr_assert(eq(i64, (int64_t)(off), (int64_t)(frame.n)), "the broker's response is read to its end (no RST)");
 	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
 		loop_once(&f);
-	cr_assert_eq(f.srv.nconns, 0, "then the pair is freed (linger done)");
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(0)), "then the pair is freed (linger done)");
 	uint8_t x;
-	cr_assert_eq(read(f.up, &x, 1), 0, "the broker sees a clean close");
+	cr_assert(eq(i64, (int64_t)(read(f.up, &x, 1)), (int64_t)(0)), "the broker sees a clean close");
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -554,7 +555,7 @@ static void send_request(struct fixture *f, const struct buf *frame, const size_
 Test(proxy_stream, produce_request_streams_at_every_split_and_keeps_what_the_gate_needs)
 {
 	struct buf frame = produce9(77, 9, -1, 3, 400000);
-	cr_assert_gt(frame.n, PROXY_STREAM_MIN_REQUEST);
+	cr_assert(gt(i64, (int64_t)(frame.n), (int64_t)(PROXY_STREAM_MIN_REQUEST)));
 	size_t step = 1;
 	for (size_t cut = 1; cut < frame.n; cut += step) {
 		/* every boundary in the structure and around each batch header */
@@ -564,18 +565,18 @@ Test(proxy_stream, produce_request_streams_at_every_split_and_keeps_what_the_gat
 		fixture_init(&f);
 		struct buf out = { 0 };
 		send_request(&f, &frame, &cut, 1, &out);
-		cr_assert_eq(out.n, frame.n, "cut at %zu: %zu of %zu bytes", cut, out.n, frame.n);
-		cr_assert(!memcmp(out.p, frame.p, frame.n), "cut at %zu: byte for byte", cut);
-		cr_assert_eq(f.c->nfifo, 1);
+		cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)), "cut at %zu: %zu of %zu bytes", cut, out.n, frame.n);
+		cr_assert_not(memcmp(out.p, frame.p, frame.n), "cut at %zu: byte for byte", cut);
+		cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(1)));
 		struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
-		cr_assert_eq(e->correlation_id, 77);
-		cr_assert(e->produce, "cut at %zu: the request summary is kept", cut);
-		cr_assert_eq(e->produce->acks, -1);
-		cr_assert_eq(e->produce->nparts, 1);
-		cr_assert_eq(e->produce->parts[0].partition, 3);
-		cr_assert_eq(e->produce->parts[0].offset_span, 15, "3 batches of 5 records");
+		cr_assert(eq(i64, (int64_t)(e->correlation_id), (int64_t)(77)));
+		cr_assert_not_null(e->produce, "cut at %zu: the request summary is kept", cut);
+		cr_assert(eq(i64, (int64_t)(e->produce->acks), (int64_t)(-1)));
+		cr_assert(eq(i64, (int64_t)(e->produce->nparts), (int64_t)(1)));
+		cr_assert(eq(i64, (int64_t)(e->produce->parts[0].partition), (int64_t)(3)));
+		cr_assert(eq(i64, (int64_t)(e->produce->parts[0].offset_span), (int64_t)(15)), "3 batches of 5 records");
 		cr_assert_str_eq(proxy_produce_sum_topics(e->produce)[0].name, "t");
-		cr_assert_eq(f.c->tx.state, PROXY_RX_FRAME);
+		cr_assert(eq(i64, (int64_t)(f.c->tx.state), (int64_t)(PROXY_RX_FRAME)));
 		free(out.p);
 		fixture_fini(&f);
 	}
@@ -592,14 +593,14 @@ Test(proxy_stream, produce_acks0_takes_no_slot_and_v14_goes_up_as_v13)
 	put(&both, a.p, a.n);
 	put(&both, b.p, b.n);
 	send_request(&f, &both, NULL, 0, &out);
-	cr_assert_eq(out.n, both.n);
-	cr_assert(!memcmp(out.p, a.p, a.n));
-	cr_assert_eq(out.p[a.n + 7], 13, "v14 is v13 on the wire");
-	cr_assert(!memcmp(out.p + a.n + 8, b.p + 8, b.n - 8));
-	cr_assert_eq(f.c->nfifo, 1, "acks=0 has no response");
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(both.n)));
+	cr_assert_not(memcmp(out.p, a.p, a.n));
+	cr_assert(eq(i64, (int64_t)(out.p[a.n + 7]), (int64_t)(13)), "v14 is v13 on the wire");
+	cr_assert_not(memcmp(out.p + a.n + 8, b.p + 8, b.n - 8));
+	cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(1)), "acks=0 has no response");
 	struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
-	cr_assert_eq(e->client_version, 14);
-	cr_assert_eq(e->api_version, 13);
+	cr_assert(eq(i64, (int64_t)(e->client_version), (int64_t)(14)));
+	cr_assert(eq(i64, (int64_t)(e->api_version), (int64_t)(13)));
 	free(a.p);
 	free(b.p);
 	free(both.p);
@@ -621,17 +622,17 @@ Test(proxy_stream, broker_that_stops_reading_pauses_the_client)
 		if (user > peak)
 			peak = user;
 	}
-	cr_assert_lt(off, frame.n / 2, "the client was stopped (%zu of %zu)", off, frame.n);
-	cr_assert_leq(peak, (1u << 20) + (128u << 10), "user-space bytes bounded: %zu", peak);
+	cr_assert(lt(i64, (int64_t)(off), (int64_t)(frame.n / 2)), "the client was stopped (%zu of %zu)", off, frame.n);
+	cr_assert(le(i64, (int64_t)(peak), (int64_t)((1u << 20) + (128u << 10))), "user-space bytes bounded: %zu", peak);
 	struct buf out = { 0 };
 	for (int i = 0; i < 200000 && out.n < frame.n; i++) {
 		off += client_write(&f, frame.p + off, frame.n - off);
 		loop_once(&f);
 		broker_read(&f, &out);
 	}
-	cr_assert_eq(out.n, frame.n);
-	cr_assert(!memcmp(out.p, frame.p, frame.n));
-	cr_assert_eq(TAILQ_FIRST(&f.c->fifo)->produce->parts[0].offset_span, 50);
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
+	cr_assert_not(memcmp(out.p, frame.p, frame.n));
+	cr_assert(eq(i64, (int64_t)(TAILQ_FIRST(&f.c->fifo)->produce->parts[0].offset_span), (int64_t)(50)));
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -655,11 +656,11 @@ Test(proxy_stream, client_closes_mid_request_closes_the_pair)
 		loop_once(&f);
 		broker_read(&f, &out);
 	}
-	cr_assert_eq(f.srv.nconns, 0, "a request cut short closes both sides");
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(0)), "a request cut short closes both sides");
 	broker_read(&f, &out);
-	cr_assert_eq(out.n, off, "every byte read went upstream (%zu of %zu)", out.n, off);
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(off)), "every byte read went upstream (%zu of %zu)", out.n, off);
 	uint8_t x;
-	cr_assert_eq(read(f.up, &x, 1), 0);
+	cr_assert(eq(i64, (int64_t)(read(f.up, &x, 1)), (int64_t)(0)));
 	free(out.p);
 	free(frame.p);
 	fixture_fini(&f);
@@ -672,7 +673,7 @@ Test(proxy_stream, malformed_streamed_produce_logs_its_offset)
 	struct fixture f;
 	fixture_init(&f);
 	int lp[2];
-	cr_assert_eq(pipe(lp), 0);
+	cr_assert(eq(i64, (int64_t)(pipe(lp)), (int64_t)(0)));
 	fcntl(lp[0], F_SETFL, O_NONBLOCK);
 	conf_log_set_fd(lp[1]);
 	const int nbatches = 3;
@@ -690,11 +691,11 @@ Test(proxy_stream, malformed_streamed_produce_logs_its_offset)
 	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
 		loop_once(&f);
 	conf_log_set_fd(2);
-	cr_assert_eq(f.srv.nconns, 0, "a malformed request closes the pair");
-	cr_assert_lt(out.n, second + 61, "the bad batch header never went upstream");
+	cr_assert(eq(i64, (int64_t)(f.srv.nconns), (int64_t)(0)), "a malformed request closes the pair");
+	cr_assert(lt(i64, (int64_t)(out.n), (int64_t)(second + 61)), "the bad batch header never went upstream");
 	char log[8192];
 	ssize_t n = read(lp[0], log, sizeof(log) - 1);
-	cr_assert_gt(n, 0);
+	cr_assert(gt(i64, (int64_t)(n), (int64_t)(0)));
 	log[n] = '\0';
 	char want[64];
 	snprintf(want, sizeof(want), "where=batch error=malformed message offset=%zu", second + 61);
@@ -832,7 +833,7 @@ static void client_fetch12(struct fixture *f, int32_t correlation_id)
 	putuv(&b, 1);            /* RackId "" */
 	put8(&b, 0);
 	seal(&b);
-	cr_assert_eq(write(f->cl, b.p, b.n), (ssize_t)b.n);
+	cr_assert(eq(i64, (int64_t)(write(f->cl, b.p, b.n)), (int64_t)((ssize_t)b.n)));
 	/* the request reaches the broker's end; the test's broker drops it */
 	uint8_t tmp[4096];
 	size_t got = 0;
@@ -842,7 +843,7 @@ static void client_fetch12(struct fixture *f, int32_t correlation_id)
 		if (r > 0)
 			got += (size_t)r;
 	}
-	cr_assert_eq(got, b.n);
+	cr_assert(eq(i64, (int64_t)(got), (int64_t)(b.n)));
 	free(b.p);
 }
 
@@ -852,20 +853,20 @@ static void clamp_fixture_at(struct fixture *f, int64_t mhw_want)
 {
 	pair_init(f, clamp_yaml);
 	struct mirror_gate *g = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
-	cr_assert(g);
+	cr_assert_not_null(g);
 	f->srv.gate = g;
 	for (int p = 0; p < 2; p++) {
 		struct mirror_report r = {
 			.mirror = "dr", .topic = "orders", .partition = p, .npartitions = 2,
 			.progress = mhw_want, .source_hw = mhw_want, .isr = 3, .min_isr = 2,
 		};
-		cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
+		cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r)), (int64_t)(0)));
 		for (int i = 0; i < 4; i++)
 			loop_once(f);
 	}
 	int64_t mhw = -1;
-	cr_assert_eq(mirror_gate_mirrored_hw(g, "orders", 0, &mhw), 1);
-	cr_assert_eq(mhw, mhw_want);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_mirrored_hw(g, "orders", 0, &mhw)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(mhw), (int64_t)(mhw_want)));
 }
 
 static void clamp_fixture(struct fixture *f)
@@ -876,8 +877,8 @@ static void clamp_fixture(struct fixture *f)
 /* Walk the client's copy: both partitions clamped, every whole batch below MHW. */
 static void check_clamped(const struct buf *in, const struct buf *out, size_t p0_records_at)
 {
-	cr_assert_eq(out->n, in->n, "the size prefix went first: the length stays");
-	cr_assert(!memcmp(out->p, in->p, 4 + 4 + 1));
+	cr_assert(eq(i64, (int64_t)(out->n), (int64_t)(in->n)), "the size prefix went first: the length stays");
+	cr_assert_not(memcmp(out->p, in->p, 4 + 4 + 1));
 	struct codec_fetch_stream fs;
 	codec_fetch_stream_init(&fs, 12);
 	size_t pos = 9;
@@ -886,7 +887,7 @@ static void check_clamped(const struct buf *in, const struct buf *out, size_t p0
 		struct codec_iov one = { out->p + pos, out->n - pos };
 		size_t used = 0, records = 0;
 		enum codec_stream_stage st = fs.stage;
-		cr_assert_eq(codec_fetch_stream_next(&fs, &one, 1, &used, &records), CODEC_OK,
+		cr_assert(eq(i64, (int64_t)(codec_fetch_stream_next(&fs, &one, 1, &used, &records)), (int64_t)(CODEC_OK)),
 			     "stage %s at %zu", codec_stream_stage_str(st), pos);
 		if (st == CODEC_STREAM_PART_END && part == 1) {
 			/* the DivergingEpoch tag kept, then filler fields */
@@ -894,22 +895,22 @@ static void check_clamped(const struct buf *in, const struct buf *out, size_t p0
 			codec_reader_init(&r, &one, 1);
 			r.flexible = true;
 			uint32_t n = codec_read_uvarint(&r);
-			cr_assert_geq(n, 2);
-			cr_assert_eq(codec_read_uvarint(&r), 0);
-			cr_assert_eq(codec_read_uvarint(&r), 13);
+			cr_assert(ge(i64, (int64_t)(n), (int64_t)(2)));
+			cr_assert(eq(i64, (int64_t)(codec_read_uvarint(&r)), (int64_t)(0)));
+			cr_assert(eq(i64, (int64_t)(codec_read_uvarint(&r)), (int64_t)(13)));
 			codec_read_skip(&r, 13);
 			for (uint32_t i = 1; i < n; i++) {
-				cr_assert_geq(codec_read_uvarint(&r), CODEC_TAG_FILLER - 1);
+				cr_assert(ge(i64, (int64_t)(codec_read_uvarint(&r)), (int64_t)(CODEC_TAG_FILLER - 1)));
 				codec_read_skip(&r, codec_read_uvarint(&r));
 			}
-			cr_assert_eq(r.err, CODEC_OK);
+			cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_OK)));
 		}
 		pos += used;
 		if (st != CODEC_STREAM_PARTITION)
 			continue;
 		part = fs.part.partition;
-		cr_assert_eq(fs.part.high_watermark, MHW);
-		cr_assert_eq(fs.part.last_stable_offset, MHW);
+		cr_assert(eq(i64, (int64_t)(fs.part.high_watermark), (int64_t)(MHW)));
+		cr_assert(eq(i64, (int64_t)(fs.part.last_stable_offset), (int64_t)(MHW)));
 		/* every whole batch a client can read is below MHW */
 		size_t at = 0, whole = 0;
 		while (at < records) {
@@ -918,30 +919,30 @@ static void check_clamped(const struct buf *in, const struct buf *out, size_t p0
 			codec_batch_peek(out->p + pos + at, left < CODEC_BATCH_PEEK ? left : CODEC_BATCH_PEEK,
 					 left, &b);
 			if (!b.partial) {
-				cr_assert_lt(b.last, MHW, "partition %d: batch %lld..%lld reaches a client", part,
+				cr_assert(lt(i64, (int64_t)(b.last), (int64_t)(MHW)), "partition %d: batch %lld..%lld reaches a client", part,
 					     (long long)b.base, (long long)b.last);
 				whole++;
 			}
 			at += b.total;
 		}
 		if (part == 0) {
-			cr_assert_eq(whole, MHW / STEP);
-			cr_assert(!memcmp(out->p + pos, in->p + p0_records_at, whole * (61 + PAYLOAD)),
+			cr_assert(eq(i64, (int64_t)(whole), (int64_t)(MHW / STEP)));
+			cr_assert_not(memcmp(out->p + pos, in->p + p0_records_at, whole * (61 + PAYLOAD)),
 				  "kept batches pass byte for byte");
 		} else {
-			cr_assert_eq(records, 0, "partition 1: nothing kept, an empty record set");
+			cr_assert(eq(i64, (int64_t)(records), (int64_t)(0)), "partition 1: nothing kept, an empty record set");
 		}
 		pos += records;
 	}
-	cr_assert_eq(part, 1);
+	cr_assert(eq(i64, (int64_t)(part), (int64_t)(1)));
 }
 
 Test(proxy_stream, consumer_clamp_cuts_a_streamed_fetch_at_every_split)
 {
 	size_t p0_at = 0;
 	struct buf frame = fetch12_clamped(11, &p0_at);
-	cr_assert_gt(frame.n, PROXY_STREAM_MIN);
-	cr_assert_gt(frame.n, 100000, "above limits.max_frame_bytes: only streaming can carry it");
+	cr_assert(gt(i64, (int64_t)(frame.n), (int64_t)(PROXY_STREAM_MIN)));
+	cr_assert(gt(i64, (int64_t)(frame.n), (int64_t)(100000)), "above limits.max_frame_bytes: only streaming can carry it");
 	size_t p0_cut = p0_at + (MHW / STEP) * (61 + PAYLOAD);
 	size_t p1_unit = p0_at + (BROKER_HW / STEP) * (61 + PAYLOAD) + 1; /* after p0's tags */
 	int runs = 0;
@@ -955,17 +956,17 @@ Test(proxy_stream, consumer_clamp_cuts_a_streamed_fetch_at_every_split)
 		struct fixture f;
 		clamp_fixture(&f);
 		client_fetch12(&f, 11);
-		cr_assert_eq(f.c->nfifo, 1);
+		cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(1)));
 		struct buf out = { 0 };
 		feed(&f, &frame, &cut, 1, &out);
 		check_clamped(&frame, &out, p0_at);
-		cr_assert_eq(f.c->nfifo, 0);
+		cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(0)));
 		cr_assert(f.c->clamp_lagging, "records were left out: the next response is buffered");
 		free(out.p);
 		pair_fini(&f);
 		runs++;
 	}
-	cr_assert_gt(runs, 300);
+	cr_assert(gt(i64, (int64_t)(runs), (int64_t)(300)));
 	free(frame.p);
 }
 
@@ -985,7 +986,7 @@ Test(proxy_stream, consumer_clamp_after_a_cut_buffers_and_holds_the_next_fetch)
 	client_fetch12(&f, 13);
 	struct proxy_entry *e = TAILQ_FIRST(&f.c->fifo);
 	cr_assert(e && e->clamp);
-	cr_assert(!proxy_clamp_streams(e));
+	cr_assert_not(proxy_clamp_streams(e));
 	free(out.p);
 	pair_fini(&f);
 	free(frame.p);
@@ -1019,8 +1020,8 @@ static struct buf fetch12_batches(int32_t correlation_id, int64_t hw, int64_t ls
 	struct buf r = { 0 };
 	for (int i = 0; i < n; i++)
 		put_batch_n(&r, 10 + 10 * i, 10, payload);
-	cr_assert_geq(r.n + 1, 1u << 14);
-	cr_assert_lt(r.n + 1, 1u << 21);
+	cr_assert(ge(i64, (int64_t)(r.n + 1), (int64_t)(1u << 14)));
+	cr_assert(lt(i64, (int64_t)(r.n + 1), (int64_t)(1u << 21)));
 	putuv(&b, (uint32_t)r.n + 1); /* 3 bytes */
 	*records_at = b.n;
 	put(&b, r.p, r.n);
@@ -1049,8 +1050,8 @@ static size_t readable_batches(const struct buf *out, size_t records_at, int64_t
 	struct codec_reader r;
 	codec_reader_init(&r, &len, 1);
 	size_t records = codec_read_uvarint(&r) - 1;
-	cr_assert_eq(r.err, CODEC_OK);
-	cr_assert_eq(records, 2 * (61 + BIG), "the records length stays (the frame's size went first)");
+	cr_assert(eq(i64, (int64_t)(r.err), (int64_t)(CODEC_OK)));
+	cr_assert(eq(i64, (int64_t)(records), (int64_t)(2 * (61 + BIG))), "the records length stays (the frame's size went first)");
 	size_t at = 0, whole = 0;
 	while (at < records) {
 		struct codec_batch_head b;
@@ -1058,7 +1059,7 @@ static size_t readable_batches(const struct buf *out, size_t records_at, int64_t
 		codec_batch_peek(out->p + records_at + at, left < CODEC_BATCH_PEEK ? left : CODEC_BATCH_PEEK,
 				 left, &b);
 		if (!b.partial) {
-			cr_assert_lt(b.last, mhw, "batch %lld..%lld reaches a client", (long long)b.base,
+			cr_assert(lt(i64, (int64_t)(b.last), (int64_t)(mhw)), "batch %lld..%lld reaches a client", (long long)b.base,
 				     (long long)b.last);
 			whole++;
 		}
@@ -1080,20 +1081,20 @@ Test(proxy_stream, consumer_clamp_judges_batches_past_the_response_own_high_wate
 	for (int i = 0; i < 2; i++) {
 		size_t at = 0;
 		struct buf frame = fetch12_past_own_hw(21, 20, lsos[i], &at);
-		cr_assert_gt(frame.n, PROXY_STREAM_MIN);
+		cr_assert(gt(i64, (int64_t)(frame.n), (int64_t)(PROXY_STREAM_MIN)));
 		struct fixture f;
 		clamp_fixture_at(&f, 20);
 		client_fetch12(&f, 21);
 		struct buf out = { 0 };
 		feed(&f, &frame, NULL, 0, &out);
-		cr_assert_eq(out.n, frame.n, "the size prefix went first: the length stays");
-		cr_assert_eq(readable_batches(&out, at, 20), 1, "LSO %lld: only batch 10–19 is readable",
+		cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)), "the size prefix went first: the length stays");
+		cr_assert(eq(i64, (int64_t)(readable_batches(&out, at, 20)), (int64_t)(1)), "LSO %lld: only batch 10–19 is readable",
 			     (long long)lsos[i]);
-		cr_assert(!memcmp(out.p + at, frame.p + at, 61 + BIG), "the kept batch passes byte for byte");
+		cr_assert_not(memcmp(out.p + at, frame.p + at, 61 + BIG), "the kept batch passes byte for byte");
 		cr_assert(f.c->clamp_lagging, "records were left out: the next response is buffered");
 		double d = metric_value(metric_get(METRIC_GAUGE, "syncgate_consumer_clamp_distance_offsets", "",
 						   "topic=\"orders\"", NULL, 0));
-		cr_assert_eq(d, 10, "the broker read up to 30, whatever HighWatermark 20 says");
+		cr_assert(eq(i64, (int64_t)(d), (int64_t)(10)), "the broker read up to 30, whatever HighWatermark 20 says");
 		free(out.p);
 		pair_fini(&f);
 		free(frame.p);
@@ -1112,10 +1113,10 @@ Test(proxy_stream, consumer_clamp_every_batch_mirrored_streams_byte_for_byte)
 	double spliced = spliced_bytes();
 	struct buf out = { 0 };
 	feed(&f, &frame, NULL, 0, &out);
-	cr_assert_eq(out.n, frame.n);
-	cr_assert(!memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
-	cr_assert(!f.c->clamp_lagging);
-	cr_assert_gt(spliced_bytes(), spliced, "kept batches still move by splice(2)");
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
+	cr_assert_not(memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
+	cr_assert_not(f.c->clamp_lagging);
+	cr_assert(gt(i64, (int64_t)(spliced_bytes()), (int64_t)(spliced)), "kept batches still move by splice(2)");
 	free(out.p);
 	pair_fini(&f);
 	free(frame.p);
@@ -1134,11 +1135,11 @@ Test(proxy_stream, consumer_clamp_small_kept_batches_still_move_by_splice)
 	double spliced = spliced_bytes();
 	struct buf out = { 0 };
 	feed(&f, &frame, NULL, 0, &out);
-	cr_assert_eq(out.n, frame.n);
-	cr_assert(!memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
-	cr_assert(!f.c->clamp_lagging);
+	cr_assert(eq(i64, (int64_t)(out.n), (int64_t)(frame.n)));
+	cr_assert_not(memcmp(out.p, frame.p, frame.n), "nothing past the mirrored HW: byte for byte");
+	cr_assert_not(f.c->clamp_lagging);
 	double records = 40.0 * (61 + 4096);
-	cr_assert_gt(spliced_bytes() - spliced, records / 2, "spliced %.0f of %.0f record bytes",
+	cr_assert(gt(i64, (int64_t)(spliced_bytes() - spliced), (int64_t)(records / 2)), "spliced %.0f of %.0f record bytes",
 		     spliced_bytes() - spliced, records);
 	free(out.p);
 	pair_fini(&f);
