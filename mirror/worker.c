@@ -429,7 +429,7 @@ void mirror_worker_suspect(struct mirror_worker *w, const char *topic, int32_t p
 	struct mirror_wtopic *kt = mirror_worker_topic(w, topic, false);
 	if (kt && partition >= 0 && partition < kt->npart_alloc) {
 		kt->parts[partition].confirmed = false;
-		kt->parts[partition].confirm_from = w->bg_round + 1;
+		kt->parts[partition].confirm_from = w->read_seq + 1;
 	}
 	pthread_mutex_unlock(&w->tmu);
 }

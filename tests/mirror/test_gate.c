@@ -97,7 +97,7 @@ static void report(const char *mirror, const char *topic, int32_t partition, int
 {
 	struct mirror_report r = {
 		.mirror = mirror, .topic = topic, .partition = partition, .npartitions = npart,
-		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = err,
+		.progress = progress, .source_hw = source_hw, .source_hw_after = progress, .isr = isr, .min_isr = min_isr, .error = err,
 	};
 	cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
 	pump();
@@ -528,7 +528,8 @@ static void *inject_thread(void *arg)
 {
 	(void)arg;
 	struct mirror_report r = {.mirror = "dr-east", .topic = "orders", .partition = 0,
-				  .npartitions = -1, .progress = 1000, .source_hw = -1, .isr = -1, .min_isr = -1};
+				  .npartitions = -1, .progress = 1000, .source_hw = -1, .source_hw_after = 1000,
+				  .isr = -1, .min_isr = -1};
 	mirror_gate_inject_report(g, &r);
 	return NULL;
 }
