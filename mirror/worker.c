@@ -15,9 +15,11 @@
  *
  * Schedule: topics every 5 s (sooner when a demanded topic is unknown), ISR
  * and MinISR every 3 s (isr thread), a background round every 1 s (source
- * HW of every partition; destination progress of those whose HW is ahead),
- * and demanded partitions at once and back to back while pending (`poll`,
- * lane.c), or as records arrive (`tail`, `mm2`).
+ * HW of every partition; destination progress of those whose HW is ahead,
+ * of all every 2 s), and demanded partitions at once and back to back while
+ * pending (`poll`, lane.c), or as records arrive (`tail`, `mm2`). With
+ * preserved offsets each destination read is followed by a source read of
+ * the same partitions before it is reported (diverged.c).
  */
 #include <errno.h>
 #include <stdio.h>

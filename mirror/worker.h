@@ -10,7 +10,8 @@
  *                       min.insync.replicas (DescribeConfigs, asynchronous);
  *   lanes  (lane.c)     one per destination leader: ListOffsets(END) of that
  *                       leader's demanded partitions, back to back while any
- *                       is pending, and of the background round's;
+ *                       is pending, and of the background round's, each
+ *                       followed by the source's (diverged.c);
  *   tail   (tail.c / mm2.c) `tail`: the destination consumer; `mm2`: the
  *                       offset-syncs consumer — long polls, reported as
  *                       records arrive.
