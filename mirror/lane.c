@@ -32,10 +32,12 @@
 
 #include "mirror/worker.h"
 
-/* A held response waits on (t, p): prompt progress wanted. */
-static bool demand_pending(const struct mirror_wpart *wp, int64_t now)
+/* A held response waits on (t, p): prompt progress wanted. `progress: poll`
+ * only — with `tail` the tail's fetches are the prompt reads (a ListOffsets
+ * on the tail's connection would wait behind its long-polling Fetch). */
+static bool demand_pending(const struct mirror_worker *w, const struct mirror_wpart *wp, int64_t now)
 {
-	return wp->until_ms >= now && wp->need >= wp->progress;
+	return w->progress == CONF_PROGRESS_POLL && wp->until_ms >= now && wp->need >= wp->progress;
 }
 
 static void *lane_main(void *arg);
@@ -175,7 +177,7 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 			wp->progress = d;
 			wp->failing = false;
 		}
-		if (demand_pending(wp, now))
+		if (demand_pending(w, wp, now))
 			mirror_lane_enqueue(w, it[j].ref.topic, p); /* back to back */
 	}
 	return failed;
@@ -260,8 +262,8 @@ static void *lane_main(void *arg)
 				mirror_lane_enqueue(w, work[i].topic, work[i].partition);
 				continue;
 			}
-			bool demanded = demand_pending(wp, now);
-			if (!demanded)
+			bool demanded = demand_pending(w, wp, now);
+			if (!demanded && w->progress == CONF_PROGRESS_POLL)
 				wp->need = wp->until_ms = -1; /* satisfied or expired */
 			if (!demanded && wp->bg_hw < 0 && wp->tail_check < 0)
 				continue;
