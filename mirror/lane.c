@@ -160,7 +160,7 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 			int64_t d = it[j].dst_hw;
 			bool was_ok = wp->confirmed && !wp->diverged;
 			bool gone = mirror_source_gone(it[j].src_err);
-			if (it[j].src_err && !gone) {
+			if (it[j].src_err ? !gone : it[j].src_hw < 0) {
 				failed = true; /* no source sample after it: nothing to report, ask again */
 			} else {
 				struct mirror_wsample smp = {gone ? -1 : it[j].src_hw, when->sent_us, when->done_us};
