@@ -133,9 +133,17 @@ struct lane_item {
 	int64_t bg_hw;      /* background: source HW sampled before, -1 */
 	int64_t dst_hw;     /* the destination HW: read by this request, or the tail's (no request) */
 	bool tail;          /* dst_hw from the tail's fetch: it may not confirm */
+	bool unchanged;     /* demanded only, and dst_hw is the progress already confirmed:
+			     * nothing to report, no source read */
 	rd_kafka_resp_err_t dst_err, src_err;
 	int64_t src_hw;     /* source HW sampled after dst_hw was read */
 };
+
+/* Still the confirmed progress it was when the source read was skipped. */
+static bool d_unchanged(const struct mirror_wpart *wp, const struct lane_item *x)
+{
+	return x->dst_hw == wp->progress && wp->confirmed && !wp->diverged && !wp->failing;
+}
 
 /* Apply one answer (tmu held): report what changed, queue what still waits.
  * A destination HW is reported only with the source HW sampled after it,
@@ -156,6 +164,8 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 		if (perr) {
 			mirror_worker_report(w, t, p, -1, -1, -1, -1, rd_kafka_err2name(perr));
 			wp->failing = failed = true;
+		} else if (it[j].unchanged && d_unchanged(wp, &it[j])) {
+			/* confirmed before, not moved: nothing to report */
 		} else {
 			int64_t d = it[j].dst_hw;
 			bool was_ok = wp->confirmed && !wp->diverged;
@@ -195,7 +205,7 @@ static bool lane_list(rd_kafka_t *rk, struct lane_item *it, size_t n, bool dst, 
 	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
 	size_t k = 0;
 	for (size_t j = 0; l && idx && j < n; j++) {
-		if (dst ? it[j].dst_hw >= 0 : it[j].dst_err || it[j].dst_hw < 0)
+		if (dst ? it[j].dst_hw >= 0 : it[j].dst_err || it[j].dst_hw < 0 || it[j].unchanged)
 			continue; /* dst: known (the tail's); src: no destination HW to confirm */
 		rd_kafka_topic_partition_list_add(l, dst ? it[j].dst : it[j].src, it[j].ref.partition)->offset =
 			RD_KAFKA_OFFSET_END;
@@ -289,6 +299,15 @@ static void *lane_main(void *arg)
 		rd_kafka_resp_err_t err, serr;
 		bool asked = lane_list(w->dst, it, n, true, timeout, &err);
 		int64_t read_us = mirror_worker_now_us();
+		/* a held partition whose destination did not move needs no source
+		 * read: the poll cycle stays one destination round trip */
+		pthread_mutex_lock(&w->tmu);
+		for (size_t j = 0; j < n; j++) {
+			const struct mirror_wpart *wp = &w->topics[it[j].ref.topic].parts[it[j].ref.partition];
+			it[j].unchanged = !it[j].tail && it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0 &&
+					  it[j].dst_hw == wp->progress && wp->confirmed && !wp->diverged && !wp->failing;
+		}
+		pthread_mutex_unlock(&w->tmu);
 		struct mirror_wsample when = {.sent_us = read_us};
 		lane_list(w->src, it, n, false, MIRROR_W_LIST_MS, &serr);
 		when.done_us = mirror_worker_now_us();
