@@ -14,9 +14,10 @@
  *     queued (lag = HW − progress never undercounts).
  *   - the tail's (tail.c): a destination HW already read, to confirm only.
  * Each request is followed by a source ListOffsets of the same partitions
- * (the source's HW sampled after the destination's was read): a destination
- * HW is reported only when that source HW is not below it (diverged.c) —
- * one source round trip added to a release.
+ * (the source's HW sampled after the destination's was read; not of a held
+ * partition whose destination did not move: nothing to report): a
+ * destination HW is reported only when that source HW is not below it
+ * (diverged.c) — one source round trip added to a release.
  * A lane whose leader timed out uses a short timeout for a while, and a
  * failed request is retried after poll_interval_ms; either way only that
  * leader's partitions wait. A partition whose leader changed moves to its
