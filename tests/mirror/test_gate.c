@@ -97,7 +97,8 @@ static void report(const char *mirror, const char *topic, int32_t partition, int
 {
 	struct mirror_report r = {
 		.mirror = mirror, .topic = topic, .partition = partition, .npartitions = npart,
-		.progress = progress, .source_hw = source_hw, .source_hw_after = progress, .isr = isr, .min_isr = min_isr, .error = err,
+		.progress = progress, .source_hw = source_hw, .source_hw_after = progress, /* confirmed */
+		.isr = isr, .min_isr = min_isr, .error = err,
 	};
 	cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
 	pump();
