@@ -12,6 +12,12 @@
  *     ahead of their progress), up to MIRROR_W_BG_CHUNK per request beside
  *     the demanded, reported with the source HW sampled before they were
  *     queued (lag = HW − progress never undercounts).
+ *   - the tail's (tail.c): a destination HW already read, to confirm only.
+ * Each request is followed by a source ListOffsets of the same partitions
+ * (the source's HW sampled after the destination's was read; not of a held
+ * partition whose destination did not move: nothing to report): a
+ * destination HW is reported only when that source HW is not below it
+ * (diverged.c) — one source round trip added to a release.
  * A lane whose leader timed out uses a short timeout for a while, and a
  * failed request is retried after poll_interval_ms; either way only that
  * leader's partitions wait. A partition whose leader changed moves to its
@@ -27,10 +33,12 @@
 
 #include "mirror/worker.h"
 
-/* A held response waits on (t, p): prompt progress wanted. */
-static bool demand_pending(const struct mirror_wpart *wp, int64_t now)
+/* A held response waits on (t, p): prompt progress wanted. `progress: poll`
+ * only — with `tail` the tail's fetches are the prompt reads (a ListOffsets
+ * on the tail's connection would wait behind its long-polling Fetch). */
+static bool demand_pending(const struct mirror_worker *w, const struct mirror_wpart *wp, int64_t now)
 {
-	return wp->until_ms >= now && wp->need >= wp->progress;
+	return w->progress == CONF_PROGRESS_POLL && wp->until_ms >= now && wp->need >= wp->progress;
 }
 
 static void *lane_main(void *arg);
@@ -122,12 +130,27 @@ static void lane_sleep(struct mirror_lane *ln, int64_t until_ms)
 
 struct lane_item {
 	struct mirror_wref ref;
+	const char *src, *dst; /* topic names (stable while the worker runs) */
 	int64_t bg_hw;      /* background: source HW sampled before, -1 */
+	int64_t dst_hw;     /* the destination HW: read by this request, or the tail's (no request) */
+	bool tail;          /* dst_hw from the tail's fetch: it may not confirm */
+	bool unchanged;     /* demanded only, and dst_hw is the progress already confirmed:
+			     * nothing to report, no source read */
+	rd_kafka_resp_err_t dst_err, src_err;
+	int64_t src_hw;     /* source HW sampled after dst_hw was read */
 };
 
-/* Apply one answer (tmu held): report what changed, queue what still waits. */
-static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_t n,
-		       const rd_kafka_topic_partition_list_t *l, rd_kafka_resp_err_t err)
+/* Still the confirmed progress it was when the source read was skipped. */
+static bool d_unchanged(const struct mirror_wpart *wp, const struct lane_item *x)
+{
+	return x->dst_hw == wp->progress && wp->confirmed && !wp->diverged && !wp->failing;
+}
+
+/* Apply one answer (tmu held): report what changed, queue what still waits.
+ * A destination HW is reported only with the source HW sampled after it,
+ * and only when it is not above it (diverged.c). */
+static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_t n, uint64_t seq,
+		       int64_t read_us, const struct mirror_wsample *when)
 {
 	struct mirror_worker *w = ln->w;
 	int64_t now = mirror_now_ms();
@@ -136,25 +159,75 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 		struct mirror_wtopic *t = &w->topics[it[j].ref.topic];
 		int32_t p = it[j].ref.partition;
 		struct mirror_wpart *wp = &t->parts[p];
-		const rd_kafka_topic_partition_t *e = &l->elems[j];
-		rd_kafka_resp_err_t perr = err ? err : e->err;
-		if (!perr && e->offset < 0)
+		rd_kafka_resp_err_t perr = it[j].dst_err;
+		if (!perr && it[j].dst_hw < 0)
 			perr = RD_KAFKA_RESP_ERR__NO_OFFSET;
 		if (perr) {
 			mirror_worker_report(w, t, p, -1, -1, -1, -1, rd_kafka_err2name(perr));
 			wp->failing = failed = true;
+		} else if (it[j].unchanged && d_unchanged(wp, &it[j])) {
+			/* confirmed before, not moved: nothing to report */
 		} else {
-			int64_t hw = it[j].bg_hw; /* background: always reported (the gate may have
-						   * forgotten its sample); demanded: when it moved */
-			if (e->offset != wp->progress || wp->failing || hw >= 0)
-				mirror_worker_report(w, t, p, e->offset, hw, -1, -1, NULL);
-			wp->progress = e->offset;
+			int64_t d = it[j].dst_hw;
+			bool was_ok = wp->confirmed && !wp->diverged;
+			bool gone = mirror_source_gone(it[j].src_err);
+			if (it[j].src_err ? !gone : it[j].src_hw < 0) {
+				failed = true; /* no source sample after it: nothing to report, ask again */
+			} else {
+				struct mirror_wsample smp = {gone ? -1 : it[j].src_hw, when->sent_us, when->done_us};
+				if (mirror_check_diverged(w, t, p, d, &smp, it[j].tail ? 0 : seq)) {
+					failed = true; /* reported; asked again after poll_interval_ms */
+				} else if (d != wp->progress || wp->failing || it[j].bg_hw >= 0 || it[j].tail || !was_ok) {
+					/* background: always reported (the gate may have forgotten its
+					 * sample); demanded: when it moved */
+					struct mirror_wread rd = {.progress = d, .source_hw = it[j].bg_hw,
+								  .source_after = smp.hw, .read_us = read_us};
+					mirror_worker_report_read(w, t, p, &rd);
+				}
+			}
+			wp->progress = d;
 			wp->failing = false;
 		}
-		if (demand_pending(wp, now))
+		if (demand_pending(w, wp, now))
 			mirror_lane_enqueue(w, it[j].ref.topic, p); /* back to back */
 	}
 	return failed;
+}
+
+/* ListOffsets(END) through rk of the items to read — dst: those whose
+ * destination HW is not known yet; else (the source) those with one — the
+ * answers in dst_hw/dst_err or src_hw/src_err. tmu NOT held. The request's
+ * error in *err; false when nothing was asked. */
+static bool lane_list(rd_kafka_t *rk, struct lane_item *it, size_t n, bool dst, int timeout,
+		      rd_kafka_resp_err_t *err)
+{
+	*err = RD_KAFKA_RESP_ERR_NO_ERROR;
+	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
+	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	size_t k = 0;
+	for (size_t j = 0; l && idx && j < n; j++) {
+		if (dst ? it[j].dst_hw >= 0 : it[j].dst_err || it[j].dst_hw < 0 || it[j].unchanged)
+			continue; /* dst: known (the tail's); src: no destination HW to confirm */
+		rd_kafka_topic_partition_list_add(l, dst ? it[j].dst : it[j].src, it[j].ref.partition)->offset =
+			RD_KAFKA_OFFSET_END;
+		idx[k++] = j;
+	}
+	if (!l || !idx) {
+		for (size_t j = 0; j < n; j++)
+			*(dst ? &it[j].dst_err : &it[j].src_err) = RD_KAFKA_RESP_ERR__NO_OFFSET;
+	} else if (k > 0) {
+		*err = rd_kafka_offsets_for_times(rk, l, timeout);
+		for (size_t m = 0; m < k; m++) {
+			struct lane_item *x = &it[idx[m]];
+			rd_kafka_resp_err_t e = *err ? *err : l->elems[m].err;
+			*(dst ? &x->dst_err : &x->src_err) = e;
+			*(dst ? &x->dst_hw : &x->src_hw) = e ? -1 : l->elems[m].offset;
+		}
+	}
+	if (l)
+		rd_kafka_topic_partition_list_destroy(l);
+	free(idx);
+	return k > 0;
 }
 
 static void *lane_main(void *arg)
@@ -191,7 +264,6 @@ static void *lane_main(void *arg)
 			it = a;
 			capit = nwork;
 		}
-		rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)nwork);
 		size_t n = 0, nbg = 0, ndem = 0;
 		for (size_t i = 0; i < nwork; i++) {
 			struct mirror_wtopic *t = &w->topics[work[i].topic];
@@ -201,39 +273,59 @@ static void *lane_main(void *arg)
 				mirror_lane_enqueue(w, work[i].topic, work[i].partition);
 				continue;
 			}
-			bool demanded = demand_pending(wp, now);
-			if (!demanded)
+			bool demanded = demand_pending(w, wp, now);
+			if (!demanded && w->progress == CONF_PROGRESS_POLL)
 				wp->need = wp->until_ms = -1; /* satisfied or expired */
-			if (!demanded && wp->bg_hw < 0)
+			if (!demanded && wp->bg_hw < 0 && wp->tail_check < 0)
 				continue;
-			if (!demanded && nbg >= MIRROR_W_BG_CHUNK) {
+			bool read = demanded || wp->bg_hw >= 0; /* else: the tail's HW, confirmed only */
+			if (!demanded && wp->bg_hw >= 0 && nbg >= MIRROR_W_BG_CHUNK) {
 				mirror_lane_enqueue(w, work[i].topic, work[i].partition);
 				continue;
 			}
-			nbg += !demanded;
+			nbg += !demanded && read;
 			ndem += demanded;
-			it[n] = (struct lane_item){work[i], wp->bg_hw};
-			wp->bg_hw = -1;
-			rd_kafka_topic_partition_list_add(l, t->dst, work[i].partition)->offset = RD_KAFKA_OFFSET_END;
+			it[n] = (struct lane_item){.ref = work[i], .src = t->topic, .dst = t->dst, .bg_hw = wp->bg_hw,
+						   .dst_hw = read ? -1 : wp->tail_check, .tail = !read, .src_hw = -1};
+			wp->bg_hw = wp->tail_check = -1;
 			n++;
 		}
-		if (n == 0) {
-			rd_kafka_topic_partition_list_destroy(l);
+		if (n == 0)
 			continue;
-		}
+		uint64_t seq = ++w->read_seq; /* a suspicion from now on: this read may not confirm */
 		int timeout = now < ln->slow_until_ms ? MIRROR_W_SLOW_RPC_MS : MIRROR_W_LIST_MS;
 		pthread_mutex_unlock(&w->tmu);
-		rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(w->dst, l, timeout);
+		/* the destination first, then the source: the source's HW is sampled
+		 * after the destination's was read (diverged.c) */
+		rd_kafka_resp_err_t err, serr;
+		bool asked = lane_list(w->dst, it, n, true, timeout, &err);
+		int64_t read_us = mirror_worker_now_us();
+		/* a held partition whose destination did not move needs no source
+		 * read: the poll cycle stays one destination round trip */
 		pthread_mutex_lock(&w->tmu);
-		ln->requests++;
-		metric_add(ndem ? ln->m_demand : ln->m_background, 1);
-		LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu background=%zu result=%s", w->name,
-		      (int)ln->leader, n, nbg, rd_kafka_err2name(err));
+		for (size_t j = 0; j < n; j++) {
+			const struct mirror_wpart *wp = &w->topics[it[j].ref.topic].parts[it[j].ref.partition];
+			it[j].unchanged = !it[j].tail && it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0 &&
+					  it[j].dst_hw == wp->progress && wp->confirmed && !wp->diverged && !wp->failing;
+		}
+		pthread_mutex_unlock(&w->tmu);
+		struct mirror_wsample when = {.sent_us = read_us};
+		lane_list(w->src, it, n, false, MIRROR_W_LIST_MS, &serr);
+		when.done_us = mirror_worker_now_us();
+		pthread_mutex_lock(&w->tmu);
+		if (serr && serr != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
+			LOG_D("mirror_source_offsets_failed", "mirror=%s leader=%d reason=\"%s\"", w->name,
+			      (int)ln->leader, rd_kafka_err2name(serr));
+		if (asked) {
+			ln->requests++;
+			metric_add(ndem ? ln->m_demand : ln->m_background, 1);
+			LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu background=%zu result=%s",
+			      w->name, (int)ln->leader, n, nbg, rd_kafka_err2name(err));
+		}
 		if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
 			ln->slow_until_ms = mirror_now_ms() + MIRROR_W_SLOW_MS;
-		if (lane_apply(ln, it, n, l, err))
+		if (lane_apply(ln, it, n, seq, read_us, &when))
 			ln->retry_ms = mirror_now_ms() + w->poll_ms;
-		rd_kafka_topic_partition_list_destroy(l);
 	}
 	pthread_mutex_unlock(&w->tmu);
 	free(work);

@@ -204,6 +204,11 @@ struct mirror_report {
 				 * offset in offset-syncs + 1), or -1 */
 	int64_t source_hw;      /* source high watermark sampled BEFORE `progress`
 				 * (lag = source_hw − progress), or -1 */
+	int64_t source_hw_after; /* preserved offsets: a source high watermark sampled
+				 * AT OR AFTER the destination read of `progress`; the
+				 * gate takes `progress` only when this is ≥ it (else
+				 * the destination holds records the source does not:
+				 * never a release by them). Ignored for mm2. */
 	int32_t isr;            /* destination partition ISR size, or -1 */
 	int32_t min_isr;        /* destination min.insync.replicas, or -1 */
 	const char *error;      /* NULL, or why this partition's progress failed
@@ -215,10 +220,12 @@ struct mirror_report {
 				 * no longer stalls; syncgate_mirror_stalled_partitions */
 	bool diverged;          /* the destination is ahead of the source (a destination
 				 * HW read before a source HW sample exceeded it: the
-				 * source partition was recreated or truncated): the
+				 * source partition was recreated or truncated, or
+				 * records were written straight to the destination): the
 				 * gate forgets the partition's progress; with `error` */
 	int64_t read_us;        /* CLOCK_MONOTONIC µs at which the worker read `progress`
-				 * (0: unknown): syncgate_mirror_release_delay_seconds */
+				 * (the destination answered; 0: unknown):
+				 * syncgate_mirror_release_delay_seconds */
 };
 
 /**

@@ -7,7 +7,9 @@
  *     destination progress of the partitions whose HW is ahead of it, through
  *     their leaders' lanes (sampled after the HW, so lag = HW − progress never
  *     undercounts); a partition at lag zero costs the destination nothing
- *     (its last progress, already past the HW, is reported with it);
+ *     (its last progress, at the HW, is reported with it) but every
+ *     MIRROR_W_SWEEP_MS, when all are read (a destination written to by
+ *     someone else is seen ahead of its source: diverged.c);
  *   - destination ISR size and leaders (Metadata of the locally known
  *     destination topics, one request) and min.insync.replicas
  *     (DescribeConfigs, one batched request, asynchronous: the effective
@@ -353,59 +355,6 @@ static size_t all_partitions(struct mirror_worker *w, struct mirror_wref **refs)
 	return k;
 }
 
-/*
- * Offsets are preserved, so a destination HW read before a source HW sample
- * is at most that sample, and source samples never go back — unless the
- * source partition was deleted and recreated, or truncated (unclean leader
- * election). Then the destination's offsets name other records, and a release
- * by them would be a false ack. So a partition's progress is reported only
- * once *confirmed* (a progress read before a sample was at most it: the first
- * round after a worker starts confirms), and a partition is *diverged* — its
- * reports become failures (mirror_worker_report) — while a progress read
- * before a sample is above it or the source went back; a later round with the
- * destination at or below the source ends it. The window left: records
- * produced after the source went back and before this round sees it.
- * `before`: progress read before `hw` (-1 unknown); `hw` -1: the source has no
- * such partition now; `round`: this background round (one whose snapshot
- * predates a mirror_worker_suspect() may not confirm). True while diverged.
- * tmu held.
- */
-static bool check_diverged(struct mirror_worker *w, struct mirror_wtopic *t, int32_t p, int64_t before,
-			   int64_t hw, uint64_t round)
-{
-	struct mirror_wpart *wp = &t->parts[p];
-	if (hw < 0 && wp->seen_src_hw < 0) { /* never seen: nothing to compare yet */
-		wp->confirmed = false;
-		return false;
-	}
-	bool back = hw < 0 || hw < wp->seen_src_hw;
-	bool ahead = hw >= 0 && before >= 0 && before > hw;
-	if (back || ahead) {
-		if (!wp->diverged)
-			LOG_E("mirror_destination_ahead_of_source", "mirror=%s topic=%s partition=%d destination_hw=%lld "
-			      "source_hw=%lld previous_source_hw=%lld reason=\"the source partition was recreated or "
-			      "truncated: the destination's records at these offsets are other records\" action=\"no "
-			      "ack uses this partition's progress until the destination is at or below the source: "
-			      "recreate the destination topic and mirror again, or stop gating the topic "
-			      "(--alter --async)\"", w->name, t->topic, (int)p, (long long)before, (long long)hw,
-			      (long long)wp->seen_src_hw);
-		wp->diverged = true;
-		wp->confirmed = false;
-	} else if (before >= 0 && round >= wp->confirm_from) {
-		if (wp->diverged)
-			LOG_I("mirror_destination_no_longer_ahead", "mirror=%s topic=%s partition=%d "
-			      "destination_hw=%lld source_hw=%lld", w->name, t->topic, (int)p, (long long)before,
-			      (long long)hw);
-		wp->diverged = false;
-		wp->confirmed = true;
-	}
-	if (hw >= 0)
-		wp->seen_src_hw = hw;
-	if (wp->diverged) /* the gate forgets its progress now, not at the next lane poll */
-		mirror_worker_report(w, t, p, -1, hw, -1, -1, NULL);
-	return wp->diverged;
-}
-
 void mirror_poll_background(struct mirror_worker *w)
 {
 	struct mirror_wref *refs;
@@ -413,9 +362,13 @@ void mirror_poll_background(struct mirror_worker *w)
 	size_t n = all_partitions(w, &refs);
 	rd_kafka_topic_partition_list_t *l = rd_kafka_topic_partition_list_new((int)(n ? n : 1));
 	/* progress read before the source HW below: never above it unless the
-	 * source partition went back (recreated, truncated) */
+	 * destination holds other records (diverged.c) */
 	int64_t *before = calloc(n ? n : 1, sizeof(*before));
-	uint64_t round = ++w->bg_round;
+	uint64_t round = ++w->read_seq;
+	int64_t now = mirror_now_ms();
+	bool sweep = now >= w->next_sweep_ms; /* lag zero too: an idle destination gone ahead is seen */
+	if (sweep)
+		w->next_sweep_ms = now + MIRROR_W_SWEEP_MS;
 	for (size_t i = 0; i < n; i++) {
 		rd_kafka_topic_partition_list_add(l, w->topics[refs[i].topic].topic, refs[i].partition)->offset =
 			RD_KAFKA_OFFSET_END;
@@ -426,7 +379,9 @@ void mirror_poll_background(struct mirror_worker *w)
 	if (n == 0 || !before)
 		goto out;
 	/* 1. source HW first ... (the table only grows on this thread: refs stay valid) */
+	int64_t sent_us = mirror_worker_now_us();
 	rd_kafka_resp_err_t err = rd_kafka_offsets_for_times(w->src, l, MIRROR_W_RPC_MS);
+	int64_t done_us = mirror_worker_now_us();
 	if (err)
 		LOG_W("mirror_source_offsets_failed", "mirror=%s reason=\"%s\"", w->name, errname(err));
 	/* 2. ... then destination progress, so lag = HW − progress never
@@ -441,11 +396,10 @@ void mirror_poll_background(struct mirror_worker *w)
 		int32_t p = refs[i].partition;
 		struct mirror_wpart *wp = &t->parts[p];
 		int64_t hw = !err && !l->elems[i].err ? l->elems[i].offset : -1;
-		rd_kafka_resp_err_t perr = err ? err : l->elems[i].err;
-		bool gone = perr == RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART || perr == RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION ||
-			    perr == RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC;
+		bool gone = mirror_source_gone(err ? err : l->elems[i].err);
+		struct mirror_wsample smp = {gone ? -1 : hw, sent_us, done_us};
 		if (w->offsets != CONF_OFFSETS_MM2 && (hw >= 0 || gone) &&
-		    check_diverged(w, t, p, before[i], gone ? -1 : hw, round)) {
+		    mirror_check_diverged(w, t, p, before[i], &smp, round)) {
 			wp->src_hw = hw;
 			if (hw >= 0) {
 				wp->bg_hw = hw; /* read progress again: it tells when the divergence ends */
@@ -462,14 +416,17 @@ void mirror_poll_background(struct mirror_worker *w)
 				wp->progress = prog;
 				mirror_worker_report(w, t, p, prog, hw, -1, -1, NULL);
 			}
-		} else if (wp->progress < 0 || hw > wp->progress || wp->failing) {
-			wp->bg_hw = hw; /* the lane reads progress after this HW */
+		} else if (sweep || wp->progress < 0 || hw > wp->progress || wp->failing ||
+			   wp->progress != before[i]) {
+			wp->bg_hw = hw; /* the lane reads progress after this HW, then the source again */
 			mirror_lane_enqueue(w, refs[i].topic, p);
 		} else {
-			/* lag zero: progress read before this HW was already past it, no
-			 * need to ask the destination. Reported every round all the same:
-			 * the gate forgets samples (a release), and lag must come back. */
-			mirror_worker_report(w, t, p, wp->progress, hw, -1, -1, NULL);
+			/* lag zero: progress read before this HW was already at it (not
+			 * above: mirror_check_diverged), no need to ask the destination.
+			 * Reported every round all the same: the gate forgets samples (a
+			 * release), and lag must come back. */
+			struct mirror_wread rd = {.progress = before[i], .source_hw = hw, .source_after = hw};
+			mirror_worker_report_read(w, t, p, &rd);
 		}
 	}
 	pthread_mutex_unlock(&w->tmu);

@@ -117,7 +117,14 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 			LOG_W("mirror_partition_under_min_isr", "mirror=%s topic=%s partition=%" PRId32
 			      " isr=%" PRId32 " min_isr=%" PRId32, l->name, t->topic, r->partition, ps->isr, ps->min_isr);
 	}
-	bool stale = ps->suspect_us && r->read_us < ps->suspect_us; /* read before the source went back */
+	/* preserved offsets: a destination HW is progress only with a source HW
+	 * sampled at or after it that is not below it — else the destination
+	 * holds records the source does not (written to it directly, or the
+	 * source went back): never a release by them (worker: diverged.c) */
+	bool unconfirmed = r->progress >= 0 && l->cm && l->cm->offsets == CONF_OFFSETS_PRESERVED &&
+			   r->source_hw_after < r->progress;
+	bool stale = unconfirmed || (ps->suspect_us && r->read_us < ps->suspect_us); /* read before the
+										       * source went back */
 	if (r->progress >= 0 && !stale && ps->suspect_us)
 		ps->suspect_us = 0; /* the worker confirmed it against a later source sample */
 	if (r->progress >= 0 && !stale) {

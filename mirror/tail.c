@@ -6,9 +6,10 @@
  * refreshes librdkafka's cached high watermark
  * (rd_kafka_get_watermark_offsets) before its records are handed out, so
  * the partitions that delivered records are the ones whose HW moved: those
- * are reported as records arrive, nothing else is looked at (lag of the
- * others comes from the background round). Lowest latency, at the cost of
- * destination egress (the records are fetched and dropped).
+ * go to their lane as records arrive, which asks the source's HW and reports
+ * the destination's when it is not above it (diverged.c); nothing else is
+ * looked at (lag of the others comes from the background round). Lowest
+ * latency, at the cost of destination egress (records fetched and dropped).
  * The tail thread; w->tmu only around the table.
  */
 #include <stdlib.h>
@@ -35,7 +36,8 @@ static void tail_assign(struct mirror_worker *w)
 	rd_kafka_topic_partition_list_destroy(l);
 }
 
-/* Report the cached HW of the partitions that delivered records (tmu held). */
+/* The cached HW of the partitions that delivered records, to be confirmed
+ * against the source's (lane.c) and reported (tmu held). */
 static void tail_report(struct mirror_worker *w, rd_kafka_message_t **ms, size_t n)
 {
 	struct mirror_wtopic *t = NULL;
@@ -57,10 +59,9 @@ static void tail_report(struct mirror_worker *w, rd_kafka_message_t **ms, size_t
 			continue;
 		struct mirror_wpart *wp = &t->parts[p];
 		if (hi != wp->tail_hw) {
-			wp->tail_hw = hi;
-			if (hi > wp->progress)
-				wp->progress = hi;
-			mirror_worker_report(w, t, p, hi, -1, -1, -1, NULL);
+			/* to its lane: reported once the source's HW, sampled after, is not below it */
+			wp->tail_hw = wp->tail_check = hi;
+			mirror_lane_enqueue(w, (uint32_t)(t - w->topics), p);
 		}
 	}
 }

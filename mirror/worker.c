@@ -15,9 +15,11 @@
  *
  * Schedule: topics every 5 s (sooner when a demanded topic is unknown), ISR
  * and MinISR every 3 s (isr thread), a background round every 1 s (source
- * HW of every partition; destination progress of those whose HW is ahead),
- * and demanded partitions at once and back to back while pending (`poll`,
- * lane.c), or as records arrive (`tail`, `mm2`).
+ * HW of every partition; destination progress of those whose HW is ahead,
+ * of all every 2 s), and demanded partitions at once and back to back while
+ * pending (`poll`, lane.c), or as records arrive (`tail`, `mm2`). With
+ * preserved offsets each destination read is followed by a source read of
+ * the same partitions before it is reported (diverged.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -434,7 +436,7 @@ void mirror_worker_suspect(struct mirror_worker *w, const char *topic, int32_t p
 	struct mirror_wtopic *kt = mirror_worker_topic(w, topic, false);
 	if (kt && partition >= 0 && partition < kt->npart_alloc) {
 		kt->parts[partition].confirmed = false;
-		kt->parts[partition].confirm_from = w->bg_round + 1;
+		kt->parts[partition].confirm_from = w->read_seq + 1;
 	}
 	pthread_mutex_unlock(&w->tmu);
 }

@@ -10,7 +10,8 @@
  *                       min.insync.replicas (DescribeConfigs, asynchronous);
  *   lanes  (lane.c)     one per destination leader: ListOffsets(END) of that
  *                       leader's demanded partitions, back to back while any
- *                       is pending, and of the background round's;
+ *                       is pending, and of the background round's, each
+ *                       followed by the source's (diverged.c);
  *   tail   (tail.c / mm2.c) `tail`: the destination consumer; `mm2`: the
  *                       offset-syncs consumer — long polls, reported as
  *                       records arrive.
@@ -26,6 +27,7 @@
 
 #include <librdkafka/rdkafka.h>
 #include <pthread.h>
+#include <time.h>
 
 #include "mirror/internal.h"
 
@@ -33,6 +35,9 @@
 #define MIRROR_W_ISR_MS 2000      /* destination ISR + min.insync.replicas */
 #define MIRROR_W_CFG_WAIT_MS 500  /* DescribeConfigs answer awaited after the ISR Metadata (else next round) */
 #define MIRROR_W_LAG_MS 1000      /* background source HW + progress of partitions with lag */
+#define MIRROR_W_SWEEP_MS 2000    /* the background round reads the destination of every partition, lag
+				   * zero included, this often: an idle destination partition written to
+				   * by someone else is seen ahead of its source within ~2-3 s */
 /* No release waits behind the main or isr thread's calls, and a lane's only
  * behind its own leader's: timeouts are as long as a large cluster on a busy
  * machine needs (10,000-partition Metadata or ListOffsets take seconds on a
@@ -65,14 +70,17 @@ struct mirror_wpart {
 	int64_t syncs_behind_since_ms; /* mm2: destination ahead of the offset-syncs since, -1 */
 	bool syncs_behind;   /* mm2: reported as stalled on offset-syncs */
 	int64_t bg_hw;       /* background: source HW sampled before this partition was queued, -1 */
-	int64_t tail_hw;     /* tail: last cached destination HW reported */
+	int64_t tail_hw;     /* tail: last cached destination HW handed to the lane */
+	int64_t tail_check;  /* tail: a destination HW read, waiting on its lane for the source
+			      * sample that confirms it (diverged.c), -1 none */
 	int32_t leader;      /* destination leader (Metadata), -1 unknown */
 	bool failing;        /* last attempt reported an error */
 	bool diverged;       /* the destination is ahead of the source (progress.c,
 			      * check_diverged): progress is reported as a failure */
 	int64_t seen_src_hw; /* the last source HW sampled (not reset by a failed sample) */
-	uint64_t confirm_from; /* the first background round that may confirm (mirror_worker_suspect:
-				* a round whose snapshot predates the suspicion may not) */
+	int64_t seen_src_done_us; /* when that sample's request was answered */
+	uint64_t confirm_from; /* the first read (w->read_seq) that may confirm (mirror_worker_suspect:
+				* a read whose snapshot predates the suspicion may not); ≥ 1 */
 	bool confirmed;      /* preserved offsets: a progress read before a later source HW
 			      * sample was at most that sample; until then (a new worker or
 			      * partition, a source partition gone) progress is not reported */
@@ -151,7 +159,9 @@ struct mirror_worker {
 	int32_t mm2_nparts;              /* partitions of the offset-syncs topic, -1 unknown */
 	bool reassign;                   /* tail/mm2: topic set changed */
 	bool syncs_warned;               /* mm2: the offset.lag.max warning was logged */
-	uint64_t bg_round;               /* background rounds whose snapshot was taken */
+	uint64_t read_seq;               /* reads (background rounds, lane requests) whose snapshot
+					  * was taken; 0 is never a read's */
+	int64_t next_sweep_ms;           /* main: the next background round that reads every partition */
 	/* isr thread only */
 	int64_t describe_after_ms;       /* DescribeConfigs: next request not before */
 	rd_kafka_queue_t *cfgq;          /* DescribeConfigs answers, NULL when none in flight */
@@ -163,6 +173,19 @@ struct mirror_worker {
 void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
 			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
 			  const char *error);
+/* One destination progress read, preserved offsets (diverged.c): what the
+ * gate may release by. */
+struct mirror_wread {
+	int64_t progress;     /* destination HW read */
+	int64_t source_hw;    /* source HW sampled before the read (lag), -1 */
+	int64_t source_after; /* source HW sampled at or after the read (the gate releases by
+			       * `progress` only when it is ≥ progress), -1 none */
+	int64_t read_us;      /* CLOCK_MONOTONIC µs the destination answered, 0: now */
+};
+/* Report a read of (t, p) — dropped while the partition is not confirmed,
+ * a failure while diverged (as mirror_worker_report). w->tmu held. */
+void mirror_worker_report_read(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+			       const struct mirror_wread *rd);
 /* Why progress of (t, p) stalls although the destination moves ("" when it
  * no longer does); shown by describe, counted in a metric. */
 void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
@@ -186,6 +209,31 @@ void mirror_worker_consume(struct mirror_worker *w, rd_kafka_t *rk, int poll_ms,
 void mirror_lane_enqueue(struct mirror_worker *w, uint32_t ti, int32_t p);
 /* End every lane thread (w->halt set, tmu NOT held) and free them. */
 void mirror_lanes_join(struct mirror_worker *w);
+
+/* diverged.c: preserved offsets — do the destination's offsets name the
+ * source's records? (any worker thread, w->tmu held) */
+/* One source HW sample of a partition: -1 when the source has no such
+ * partition now; when its request was sent and answered (CLOCK_MONOTONIC µs). */
+struct mirror_wsample {
+	int64_t hw;
+	int64_t sent_us, done_us;
+};
+/* Compare progress `before` (read before s was sent, -1 unknown) with source
+ * sample s, of read `seq` (w->read_seq at its snapshot; 0: may not confirm).
+ * Marks (t, p) diverged (ERROR mirror_destination_ahead_of_source, failure
+ * reported) while the destination is ahead or the source went back, confirmed
+ * once `before` ≤ s.hw. True while diverged. */
+bool mirror_check_diverged(struct mirror_worker *w, struct mirror_wtopic *t, int32_t p, int64_t before,
+			   const struct mirror_wsample *s, uint64_t seq);
+/* Whether a source ListOffsets error means the partition does not exist. */
+bool mirror_source_gone(rd_kafka_resp_err_t err);
+/* CLOCK_MONOTONIC µs. Any thread. */
+static inline int64_t mirror_worker_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
 
 /* progress.c (main thread unless said) */
 /* The background round: source HW of every partition, then destination

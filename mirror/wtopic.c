@@ -6,16 +6,14 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "mirror/worker.h"
 
-void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
-			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
-			  const char *error)
+/* Post one report; `rd` NULL: no progress read (an error, ISR, a divergence). */
+static void report_post(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+			const struct mirror_wread *rd, int32_t isr, int32_t min_isr, const char *error)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t progress = rd ? rd->progress : -1;
 	const struct mirror_wpart *wp = w->offsets != CONF_OFFSETS_MM2 && p >= 0 && p < t->npart_alloc
 						? &t->parts[p] : NULL;
 	if (wp && wp->diverged && !error) { /* never a progress of a diverged partition */
@@ -28,13 +26,29 @@ void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t
 	}
 	struct mirror_report r = {
 		.mirror = w->name, .topic = t->topic, .partition = p, .npartitions = t->npart,
-		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = error,
+		.progress = progress, .source_hw = rd ? rd->source_hw : -1,
+		.source_hw_after = rd ? rd->source_after : -1, .isr = isr, .min_isr = min_isr, .error = error,
 		.diverged = wp && wp->diverged,
-		.read_us = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000,
+		.read_us = rd && rd->read_us > 0 ? rd->read_us : mirror_worker_now_us(),
 	};
 	if (mirror_bridge_post(w->bridge, w->link_id, &r) != 0)
 		LOG_W("mirror_report_dropped", "mirror=%s topic=%s partition=%d reason=\"out of memory\"",
 		      w->name, t->topic, (int)p);
+}
+
+void mirror_worker_report(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+			  int64_t progress, int64_t source_hw, int32_t isr, int32_t min_isr,
+			  const char *error)
+{
+	/* no source sample after it: the gate takes it for mm2 offsets only */
+	struct mirror_wread rd = {.progress = progress, .source_hw = source_hw, .source_after = -1};
+	report_post(w, t, p, progress >= 0 || source_hw >= 0 ? &rd : NULL, isr, min_isr, error);
+}
+
+void mirror_worker_report_read(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
+			       const struct mirror_wread *rd)
+{
+	report_post(w, t, p, rd, -1, -1, NULL);
 }
 
 void mirror_worker_report_stall(struct mirror_worker *w, const struct mirror_wtopic *t, int32_t p,
@@ -65,7 +79,7 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 						     .isr = -1, .min_isr = -1,
 						     .need = -1, .until_ms = -1, .mm2_up = -1, .mm2_down = -1,
 						     .syncs_behind_since_ms = -1, .tail_hw = -1, .seen_src_hw = -1,
-						     .leader = -1};
+						     .tail_check = -1, .confirm_from = 1, .leader = -1};
 		t->parts = a;
 		t->npart_alloc = n;
 	}

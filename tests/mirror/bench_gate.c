@@ -76,7 +76,7 @@ static int bench_partitions(long np, int nm)
 			r.mirror = names[i];
 			for (long p = 0; p < np; p++) {
 				r.partition = (int32_t)p;
-				r.progress = r.source_hw = round;
+				r.progress = r.source_hw = r.source_hw_after = round;
 				mirror_gate_inject_report(g, &r);
 			}
 		}
@@ -106,7 +106,7 @@ static int bench_partitions(long np, int nm)
 		r.mirror = names[i];
 		for (long i2 = 0; i2 < nw; i2++) {
 			r.partition = parts[i2].partition;
-			r.progress = 3;
+			r.progress = r.source_hw_after = 3;
 			mirror_gate_inject_report(g, &r);
 		}
 	}
@@ -156,7 +156,7 @@ int main(int argc, char **argv)
 			abort();
 	}
 	double t1 = now_ns();
-	r.progress = n;
+	r.progress = r.source_hw_after = n;
 	r.source_hw = -1;
 	mirror_gate_inject_report(g, &r);
 	pump(b);

@@ -97,7 +97,8 @@ static void report(const char *mirror, const char *topic, int32_t partition, int
 {
 	struct mirror_report r = {
 		.mirror = mirror, .topic = topic, .partition = partition, .npartitions = npart,
-		.progress = progress, .source_hw = source_hw, .isr = isr, .min_isr = min_isr, .error = err,
+		.progress = progress, .source_hw = source_hw, .source_hw_after = progress, /* confirmed */
+		.isr = isr, .min_isr = min_isr, .error = err,
 	};
 	cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
 	pump();
@@ -528,7 +529,8 @@ static void *inject_thread(void *arg)
 {
 	(void)arg;
 	struct mirror_report r = {.mirror = "dr-east", .topic = "orders", .partition = 0,
-				  .npartitions = -1, .progress = 1000, .source_hw = -1, .isr = -1, .min_isr = -1};
+				  .npartitions = -1, .progress = 1000, .source_hw = -1, .source_hw_after = 1000,
+				  .isr = -1, .min_isr = -1};
 	mirror_gate_inject_report(g, &r);
 	return NULL;
 }
@@ -639,4 +641,36 @@ Test(mirror, record_at_or_below_an_earlier_one_is_not_released_by_old_progress)
 	cr_assert_not_null(w, "held: the destination's offset 0 is not this record");
 	cr_assert_eq(rb.calls, 0);
 	mirror_wait_cancel(w);
+}
+
+/* Offsets preserved: a destination HW is progress only with a source HW
+ * sampled at or after it that is not below it. A report whose source sample
+ * is below the destination (records written straight to the destination,
+ * or a source gone back) releases nothing and is not the partition's
+ * progress; with the source caught up, the same destination HW releases. */
+Test(mirror, progress_above_the_source_sampled_after_it_never_releases)
+{
+	promote("dr-east", "orders", 1, 64);
+	struct mirror_wait_part p[1] = {part("orders", 0, 64)};
+	struct cbrec r = {0};
+	cr_assert_not_null(mirror_gate_wait(g, p, 1, mirror_now_ms() + 5000, on_done, &r));
+	/* 8 foreign records: the destination at 72 (+1 mirrored), the source at 65 */
+	struct mirror_report rep = {.mirror = "dr-east", .topic = "orders", .partition = 0, .npartitions = 1,
+				    .progress = 73, .source_hw = -1, .source_hw_after = 65, .isr = -1,
+				    .min_isr = -1};
+	cr_assert_eq(mirror_gate_inject_report(g, &rep), 0);
+	pump();
+	cr_assert_eq(r.calls, 0, "never released by a destination above the source");
+	struct mirror_partition_info pi;
+	cr_assert_eq(mirror_gate_partition_info(g, "dr-east", "orders", 0, &pi), 0);
+	cr_assert_eq(pi.progress, 64, "not the partition's progress either (consumers, promotion)");
+	rep.source_hw_after = -1; /* no source sample after it at all */
+	cr_assert_eq(mirror_gate_inject_report(g, &rep), 0);
+	pump();
+	cr_assert_eq(r.calls, 0, "nor without a source sample after it");
+	rep.source_hw_after = 73;
+	cr_assert_eq(mirror_gate_inject_report(g, &rep), 0);
+	pump();
+	cr_assert_eq(r.calls, 1, "released once a source sample after it is at least it");
+	cr_assert_eq(p[0].outcome, MIRROR_SATISFIED);
 }

@@ -64,7 +64,7 @@ static void run_ms(int ms)
 static void report(const char *topic, int32_t p, int32_t npart, int64_t progress, int64_t hw, const char *err)
 {
 	struct mirror_report r = {.mirror = "dr", .topic = topic, .partition = p, .npartitions = npart,
-				  .progress = progress, .source_hw = hw, .isr = err ? -1 : 3,
+				  .progress = progress, .source_hw = hw, .source_hw_after = progress, .isr = err ? -1 : 3,
 				  .min_isr = err ? -1 : 2, .error = err};
 	cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
 	pump();
@@ -586,7 +586,7 @@ Test(gate_lifecycle, reload_adding_a_mirror_with_a_demotion_in_its_history_gates
 	report("orders", 1, 2, 16, 16, NULL); /* "dr" only */
 	cr_assert_eq(cq.calls, 0, "dr2 has not reported: held");
 	struct mirror_report r2 = {.mirror = "dr2", .topic = "orders", .partition = 1, .npartitions = 2,
-				   .progress = 16, .source_hw = 16, .isr = 3, .min_isr = 2};
+				   .progress = 16, .source_hw = 16, .source_hw_after = 16, .isr = 3, .min_isr = 2};
 	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
 	pump();
 	cr_assert_eq(cq.calls, 1);
@@ -624,7 +624,7 @@ Test(gate_lifecycle, a_promoted_mirror_joins_the_responses_already_held)
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	/* dr2 at lag zero (sampled before offset 12 was appended): promoted */
 	struct mirror_report r2 = {.mirror = "dr2", .topic = "orders", .partition = 0, .npartitions = 2,
-				   .progress = 10, .source_hw = 10, .isr = 3, .min_isr = 2};
+				   .progress = 10, .source_hw = 10, .source_hw_after = 10, .isr = 3, .min_isr = 2};
 	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
 	r2.partition = 1;
 	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
@@ -634,7 +634,7 @@ Test(gate_lifecycle, a_promoted_mirror_joins_the_responses_already_held)
 	report("orders", 0, 2, 13, 13, NULL); /* "dr" has offset 12 */
 	cr_assert_eq(cr.calls, 0, "acknowledged without the mirror promoted while it was held");
 	r2.partition = 0;
-	r2.progress = r2.source_hw = 13;
+	r2.progress = r2.source_hw = r2.source_hw_after = 13;
 	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
 	pump();
 	cr_assert_eq(cr.calls, 1);

@@ -267,16 +267,20 @@ static void promoted(void)
 	cr_assert_fail("not promoted with progress 10 / 3 and ISR known");
 }
 
-Test(mirror_worker, poll_idle_partitions_cost_no_destination_request, .timeout = 60)
+Test(mirror_worker, poll_idle_partitions_cost_one_destination_request_per_sweep, .timeout = 60)
 {
 	start(CONF_PROGRESS_POLL);
 	promoted();
 	run_ms(300); /* a lane answer in flight lands */
 	double d0 = lane_requests("demand"), b0 = lane_requests("background");
-	run_ms(2500); /* two background rounds at least */
+	run_ms(2 * MIRROR_W_SWEEP_MS + 500); /* four background rounds at least, two or three sweeps */
 	cr_assert_eq(lane_requests("demand"), d0, "nothing held: no demand poll");
-	cr_assert_eq(lane_requests("background"), b0,
-		     "source HW = progress on every partition: the background round asks the destination nothing");
+	double sweeps = lane_requests("background") - b0;
+	cr_log_info("idle: %.0f background requests in %d ms", sweeps, 2 * MIRROR_W_SWEEP_MS + 500);
+	cr_assert(sweeps >= 1 && sweeps <= 3,
+		  "source HW = progress on every partition: the destination is asked only by the sweep, one "
+		  "request for both partitions every %d ms (%.0f requests)", MIRROR_W_SWEEP_MS, sweeps);
+	b0 = lane_requests("background");
 	/* a record the destination lacks makes that partition lag: the round asks again */
 	produce(mc_src, 1, 1);
 	int64_t end = mirror_now_ms() + 10000;
@@ -479,4 +483,72 @@ Test(worker, effective_min_isr_is_capped_by_the_replication_factor)
 	cr_assert_eq(mirror_effective_min_isr(2, -1), 2, "replication factor unknown: the config as is");
 	cr_assert_eq(mirror_effective_min_isr(2, 0), 2, "no replica listed: the config as is");
 	cr_assert_eq(mirror_effective_min_isr(-1, 3), -1, "min.insync.replicas unknown stays unknown");
+}
+
+/* Records written straight to a destination partition (not by the mirror),
+ * offsets preserved: the destination's HW is above the source's, and its
+ * offsets name other records. A field report: the next produces through
+ * syncgate were acknowledged in milliseconds by the destination's HW (the
+ * background round noticed only later). No release may use a destination
+ * HW that is above the source's sampled after it — on the demanded path
+ * too — and the divergence is reported at once. */
+static void foreign_records_never_release(enum conf_progress mode)
+{
+	start(mode);
+	promoted();                 /* orders-0: 10 on both sides */
+	produce(mc_dst, 0, 8);      /* 8 foreign records: the destination at 18 */
+	produce(mc_src, 0, 1);      /* the source's record at offset 10: the destination's is another */
+	if (mode == CONF_PROGRESS_TAIL)
+		produce(mc_dst, 0, 1); /* the tail sees the destination move (the mirror copies it to 18) */
+	int64_t t0 = mirror_now_ms();
+	struct mirror_wait_part p0 = {.topic = "orders", .partition = 0, .last_offset = 10};
+	struct outrec o = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p0, 1, mirror_now_ms() + 3000, on_out, &o));
+	struct mirror_partition_info pi = {0};
+	int64_t seen_ms = -1, end = mirror_now_ms() + 10000;
+	while (!o.calls && mirror_now_ms() < end) {
+		run_ms(5);
+		if (seen_ms < 0 && mirror_gate_partition_info(g, "mock-dr", "orders", 0, &pi) == 0 &&
+		    strcmp(pi.reason, "DESTINATION_AHEAD_OF_SOURCE") == 0)
+			seen_ms = mirror_now_ms() - t0;
+	}
+	cr_assert_eq(o.calls, 1);
+	cr_assert_neq(o.outcome, MIRROR_SATISFIED, "false ack: released by a destination HW holding foreign records");
+	mirror_wait_parts_clear(&p0, 1);
+	cr_log_info("divergence reported %lld ms after the wait", (long long)seen_ms);
+	cr_assert(seen_ms >= 0 && seen_ms < 2500, "reported while the wait was held (%lld ms)", (long long)seen_ms);
+	stop();
+}
+
+Test(mirror_worker, poll_foreign_records_on_the_destination_never_release, .timeout = 60)
+{
+	foreign_records_never_release(CONF_PROGRESS_POLL);
+}
+
+Test(mirror_worker, tail_foreign_records_on_the_destination_never_release, .timeout = 60)
+{
+	foreign_records_never_release(CONF_PROGRESS_TAIL);
+}
+
+/* An idle partition (nothing produced, nothing held) whose destination is
+ * written to: seen ahead by the background round's sweep, not only once
+ * the source moves. */
+Test(mirror_worker, idle_partition_written_to_on_the_destination_is_seen_ahead, .timeout = 60)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();                 /* orders-1: 3 on both sides */
+	run_ms(300);
+	produce(mc_dst, 1, 8);
+	int64_t t0 = mirror_now_ms(), end = t0 + 20000;
+	struct mirror_partition_info pi = {0};
+	while (mirror_now_ms() < end) {
+		run_ms(20);
+		if (mirror_gate_partition_info(g, "mock-dr", "orders", 1, &pi) == 0 && pi.failing_since_ms >= 0)
+			break;
+	}
+	int64_t took = mirror_now_ms() - t0;
+	cr_assert_str_eq(pi.reason, "DESTINATION_AHEAD_OF_SOURCE");
+	cr_log_info("idle partition seen ahead after %lld ms", (long long)took);
+	cr_assert_lt(took, MIRROR_W_SWEEP_MS + MIRROR_W_LAG_MS + 2000, "within a sweep (%lld ms)", (long long)took);
+	stop();
 }

@@ -32,7 +32,7 @@ static void set_progress(struct fixture *f, int64_t progress)
 {
 	struct mirror_report r = {
 		.mirror = "dr", .topic = "orders", .partition = 0, .npartitions = 1,
-		.progress = progress, .source_hw = progress, .isr = 3, .min_isr = 2,
+		.progress = progress, .source_hw = progress, .source_hw_after = progress, .isr = 3, .min_isr = 2,
 	};
 	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(f->srv.gate, &r)), (int64_t)(0)));
 	for (int i = 0; i < 8; i++)

@@ -858,7 +858,7 @@ static void clamp_fixture_at(struct fixture *f, int64_t mhw_want)
 	for (int p = 0; p < 2; p++) {
 		struct mirror_report r = {
 			.mirror = "dr", .topic = "orders", .partition = p, .npartitions = 2,
-			.progress = mhw_want, .source_hw = mhw_want, .isr = 3, .min_isr = 2,
+			.progress = mhw_want, .source_hw = mhw_want, .source_hw_after = mhw_want, .isr = 3, .min_isr = 2,
 		};
 		cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r)), (int64_t)(0)));
 		for (int i = 0; i < 4; i++)

@@ -342,7 +342,7 @@ static void gate_fixture(struct fixture *f)
 	f->srv.gate = g;
 	struct mirror_report r = {
 		.mirror = "dr", .topic = "orders", .partition = 0, .npartitions = 1,
-		.progress = 50, .source_hw = 50, .isr = 3, .min_isr = 2,
+		.progress = 50, .source_hw = 50, .source_hw_after = 50, .isr = 3, .min_isr = 2,
 	};
 	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r)), (int64_t)(0)));
 	for (int i = 0; i < 4; i++)
