@@ -3,7 +3,7 @@
  * gathered through librdkafka, and the sync gate that decides when a held
  * Produce response may be released.
  *
- * KIP mapping (shared/DESIGN.md §2): the KIP's source leader gates its high
+ * KIP mapping (docs/architecture.md): the KIP's source leader gates its high
  * watermark on sourceISR ∪ registered mirrors' ISR; here the gate holds the
  * broker's success response until every registered, non-released mirror in
  * effective SYNC for the topic reports the partition's last offset durable in
@@ -47,7 +47,7 @@ const char *mirror_outcome_str(enum mirror_outcome o);
 
 /**
  * One partition of a held Produce response, as the gate sees it. 32 bytes:
- * one per held partition (issue 20: ≤ 512 B per held response), so the
+ * one per held partition (≤ 512 B per held response), so the
  * failure message is allocated only when a part fails.
  */
 struct mirror_wait_part {
@@ -394,7 +394,7 @@ int mirror_gate_inject_record(struct mirror_gate *g, const char *json, int64_t o
 void mirror_op_cancel(struct mirror_op *op);
 
 /* ------------------------------------------------------------------------ */
-/* Failover and verification (issue 16) — mirror/failover.c                  */
+/* Failover and verification — mirror/failover.c                  */
 /* ------------------------------------------------------------------------ */
 
 /** A figure for a destination-only verify: partition `partition` of source
@@ -439,8 +439,8 @@ struct mirror_failover *mirror_gate_failover(struct mirror_gate *g, const struct
 void mirror_failover_cancel(struct mirror_failover *f);
 
 /* ------------------------------------------------------------------------ */
-/* Mirrored high watermark (issue 14; KIP "High Watermark Advancement",     */
-/* unified sourceHW; DESIGN.md §3 invariant 1b) — mirror/mirrored_hw.c      */
+/* Mirrored high watermark (KIP "High Watermark Advancement",     */
+/* unified sourceHW; invariant 1b, docs/architecture.md) — mirror/mirrored_hw.c      */
 /* ------------------------------------------------------------------------ */
 
 /**

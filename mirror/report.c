@@ -146,7 +146,7 @@ void mirror_gate_apply_report(struct mirror_gate *g, const struct mirror_msg *m)
 			for (int64_t i = 0; i < released; i++)
 				metric_observe(l->m_release, d);
 		}
-		mirror_hw_progressed(g, t->topic, r->partition); /* held Fetch responses (issue 14) */
+		mirror_hw_progressed(g, t->topic, r->partition); /* held Fetch responses */
 	}
 	/* Fast feedback (KIP "Produce-ack precondition" 2): ISR < MinISR fails
 	 * every part still waiting for this mirror here. */

@@ -442,7 +442,7 @@ Test(gate_lifecycle, records_of_a_mirror_added_by_reload_are_applied_then)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Invariant 1 across restarts (issue 12, SCENARIOS S13): only the current   */
+/* Invariant 1 across restarts (scenario S13): only the current   */
 /* state releases waiters; a record folded from history never does.         */
 /* ------------------------------------------------------------------------ */
 
@@ -642,7 +642,7 @@ Test(gate_lifecycle, a_promoted_mirror_joins_the_responses_already_held)
 }
 
 /* ------------------------------------------------------------------------ */
-/* Failover fence (issue 16): FENCE/UNFENCE in the apply path                */
+/* Failover fence: FENCE/UNFENCE in the apply path                */
 /* ------------------------------------------------------------------------ */
 
 static void fence(bool on, const char *want)
