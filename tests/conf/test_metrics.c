@@ -2,6 +2,7 @@
 #include "conf/conf.h"
 
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,13 +23,13 @@ Test(conf, metrics_counter_and_gauge)
 	metric_add(c, 1);
 	metric_add(c, 2.5);
 	metric_add(c, -1); /* ignored: counters only go up */
-	cr_expect_eq(metric_value(c), 3.5);
-	cr_expect_eq(metric_get(METRIC_COUNTER, "sg_test_frames_total", "other help", "", NULL, 0), c,
+	cr_expect(eq(dbl, metric_value(c), (double)(3.5)));
+	cr_expect(eq(ptr, (void *)(metric_get(METRIC_COUNTER, "sg_test_frames_total", "other help", "", NULL, 0)), (void *)(c)),
 		     "same family and labels: same handle");
 	struct metric *g = metric_get(METRIC_GAUGE, "sg_test_held_bytes", "Bytes held.", "", NULL, 0);
 	metric_set(g, 100);
 	metric_add(g, -30);
-	cr_expect_eq(metric_value(g), 70);
+	cr_expect(eq(dbl, metric_value(g), (double)(70)));
 	char *r = metrics_render();
 	cr_expect_str_eq(r,
 			 "# HELP sg_test_frames_total Frames seen.\n"
@@ -107,13 +108,13 @@ Test(conf, metrics_family_overflow_is_capped)
 		metric_add(m, 1);
 	}
 	/* an existing series still resolves to itself past the cap */
-	cr_expect_eq(metric_get(METRIC_COUNTER, "sg_test_fail_total", NULL, "partition=\"0\"", NULL, 0), first);
+	cr_expect(eq(ptr, (void *)(metric_get(METRIC_COUNTER, "sg_test_fail_total", NULL, "partition=\"0\"", NULL, 0)), (void *)(first)));
 	char *r = metrics_render();
-	cr_expect_eq(count_substr(r, "\nsg_test_fail_total{"), 1001, "1000 series + the overflow series");
+	cr_expect(eq(sz, (size_t)(count_substr(r, "\nsg_test_fail_total{")), (size_t)(1001)), "1000 series + the overflow series");
 	cr_expect(strstr(r, "sg_test_fail_total{partition=\"999\"} 1\n") != NULL);
 	cr_expect(strstr(r, "partition=\"1000\"") == NULL);
 	cr_expect(strstr(r, "sg_test_fail_total{overflow=\"true\"} 5\n") != NULL);
-	cr_expect_eq(count_substr(r, "# TYPE sg_test_fail_total"), 1);
+	cr_expect(eq(sz, (size_t)(count_substr(r, "# TYPE sg_test_fail_total")), (size_t)(1)));
 	free(r);
 }
 
@@ -160,7 +161,7 @@ Test(conf, metrics_updates_are_atomic)
 		pthread_create(&th[t], NULL, adder, m);
 	for (int t = 0; t < NT; t++)
 		pthread_join(th[t], NULL);
-	cr_expect_eq(metric_value(m[0]), (double)NT * NADD);
+	cr_expect(eq(dbl, metric_value(m[0]), (double)((double)NT * NADD)));
 	char *r = metrics_render();
 	cr_expect(strstr(r, "sg_test_par_h_bucket{le=\"4.5\"} 200000\n") != NULL, "%s", r);
 	cr_expect(strstr(r, "sg_test_par_h_count 400000\n") != NULL, "%s", r);
@@ -212,6 +213,7 @@ Test(conf, metrics_pass_promtool_check)
 	cr_assert_not_null(p);
 	fputs(r, p);
 	int st = pclose(p);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "promtool check metrics failed (status %d) on:\n%s", st, r);
+	bool passed = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+	cr_expect(passed, "promtool check metrics failed (status %d) on:\n%s", st, r);
 	free(r);
 }

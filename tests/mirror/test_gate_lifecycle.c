@@ -6,6 +6,7 @@
  * bridge (mirror_gate_inject_record), as the state log delivers them.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <event2/event.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -66,14 +67,14 @@ static void report(const char *topic, int32_t p, int32_t npart, int64_t progress
 	struct mirror_report r = {.mirror = "dr", .topic = topic, .partition = p, .npartitions = npart,
 				  .progress = progress, .source_hw = hw, .source_hw_after = progress, .isr = err ? -1 : 3,
 				  .min_isr = err ? -1 : 2, .error = err};
-	cr_assert_eq(mirror_gate_inject_report(g, &r), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r)), (int64_t)(0)));
 	pump();
 }
 
 static struct mirror_topic_info info(const char *topic)
 {
 	struct mirror_topic_info ti;
-	cr_assert_eq(mirror_gate_topic_info(g, "dr", topic, &ti), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_topic_info(g, "dr", topic, &ti)), (int64_t)(0)));
 	return ti;
 }
 
@@ -96,7 +97,7 @@ static void await(struct answer *a)
 	int64_t end = mirror_now_ms() + 8000;
 	while (!a->calls && mirror_now_ms() < end)
 		run_ms(20);
-	cr_assert_eq(a->calls, 1, "no answer");
+	cr_assert(eq(i64, (int64_t)(a->calls), (int64_t)(1)), "no answer");
 }
 
 /* result of the only topic in an answer */
@@ -132,7 +133,7 @@ static void promote2(const char *topic)
 {
 	report(topic, 0, 2, 10, 10, NULL);
 	report(topic, 1, 2, 10, 10, NULL);
-	cr_assert_eq(info(topic).effective, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(info(topic).effective), (int64_t)(MIRROR_SYNC)));
 }
 
 TestSuite(gate_lifecycle, .init = setup, .fini = teardown, .timeout = 30);
@@ -145,19 +146,19 @@ Test(gate_lifecycle, alter_async_demotes_and_completes_held_waiters)
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	struct answer a = {0};
 	cr_assert_not_null(mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &a));
-	cr_assert_eq(a.calls, 0, "never answered inside the call");
+	cr_assert(eq(i64, (int64_t)(a.calls), (int64_t)(0)), "never answered inside the call");
 	await(&a);
-	cr_assert_eq(a.status, 200);
+	cr_assert(eq(i64, (int64_t)(a.status), (int64_t)(200)));
 	cr_assert_str_eq(result0(&a, NULL, 0), "DEMOTED");
 	pump();
-	cr_assert_eq(cr.calls, 1);
-	cr_assert_eq(cr.o, MIRROR_SATISFIED, "async predicate");
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)), "async predicate");
 	struct mirror_topic_info ti = info("orders");
-	cr_assert_eq(ti.desired, MIRROR_ASYNC);
-	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(ti.desired), (int64_t)(MIRROR_ASYNC)));
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)));
 	/* lag zero again: desired ASYNC, no promotion */
 	report("orders", 0, 2, 11, 11, NULL);
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)));
 	/* and a second --alter --async is UNCHANGED */
 	struct answer b = {0};
 	mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &b);
@@ -168,18 +169,18 @@ Test(gate_lifecycle, alter_async_demotes_and_completes_held_waiters)
 Test(gate_lifecycle, alter_sync_pending_lag_then_auto_promotion)
 {
 	report("audit", 0, 1, 5, 9, NULL); /* not in sync_topics; lag 4 */
-	cr_assert_eq(info("audit").desired, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(info("audit").desired), (int64_t)(MIRROR_ASYNC)));
 	struct answer a = {0};
 	mirror_gate_alter(g, "dr", "audit", MIRROR_SYNC, true, on_answer, &a);
 	await(&a);
 	char msg[300];
 	cr_assert_str_eq(result0(&a, msg, sizeof(msg)), "PENDING_LAG");
-	cr_assert(strstr(msg, "lag 4"), "%s", msg);
-	cr_assert(strstr(msg, "added"), "%s", msg);
-	cr_assert_eq(info("audit").desired, MIRROR_SYNC);
-	cr_assert_eq(info("audit").effective, MIRROR_ASYNC);
+	cr_assert_not_null(strstr(msg, "lag 4"), "%s", msg);
+	cr_assert_not_null(strstr(msg, "added"), "%s", msg);
+	cr_assert(eq(i64, (int64_t)(info("audit").desired), (int64_t)(MIRROR_SYNC)));
+	cr_assert(eq(i64, (int64_t)(info("audit").effective), (int64_t)(MIRROR_ASYNC)));
 	report("audit", 0, 1, 9, 9, NULL);
-	cr_assert_eq(info("audit").effective, MIRROR_SYNC, "promoted when lag drained");
+	cr_assert(eq(i64, (int64_t)(info("audit").effective), (int64_t)(MIRROR_SYNC)), "promoted when lag drained");
 }
 
 Test(gate_lifecycle, alter_sync_at_lag_zero_is_promoted)
@@ -203,7 +204,7 @@ Test(gate_lifecycle, alter_sync_of_a_read_committed_mm2_mirror_warns_and_proceed
 	char msg[1400];
 	cr_assert_str_eq(result0(&a, msg, sizeof(msg)), "PROMOTED", "a warning, not a refusal");
 	cr_assert(strstr(msg, "(warning: ") && strstr(msg, "read_committed") && strstr(msg, "COMMIT"), "%s", msg);
-	cr_assert(strstr(a.body, "\"warning\""), "%s", a.body);
+	cr_assert_not_null(strstr(a.body, "\"warning\""), "%s", a.body);
 	/* read_uncommitted (MM2's default): no warning */
 	mir.mm2_isolation_level = CONF_ISOLATION_READ_UNCOMMITTED;
 	report("audit2", 0, 1, 9, 9, NULL);
@@ -244,24 +245,24 @@ Test(gate_lifecycle, release_then_automatic_recovery_clears_marker)
 	await(&a);
 	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
 	pump();
-	cr_assert_eq(cr.calls, 1);
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)));
 	struct mirror_topic_info ti = info("orders");
 	cr_assert(ti.released);
 	cr_assert(ti.recovery_pending);
-	cr_assert_eq(ti.desired, MIRROR_SYNC);
-	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(ti.desired), (int64_t)(MIRROR_SYNC)));
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)));
 	/* old samples (lag zero before the release) do not re-promote */
 	run_ms(300);
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)));
 	/* the destination is back and caught up: recovery promotion */
 	report("orders", 0, 2, 12, 12, NULL);
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC, "partition 1 not fresh yet");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)), "partition 1 not fresh yet");
 	report("orders", 1, 2, 12, 12, NULL);
 	ti = info("orders");
-	cr_assert_eq(ti.effective, MIRROR_SYNC);
-	cr_assert(!ti.released);
-	cr_assert(!ti.recovery_pending);
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_SYNC)));
+	cr_assert_not(ti.released);
+	cr_assert_not(ti.recovery_pending);
 }
 
 Test(gate_lifecycle, release_with_regex_and_no_match)
@@ -273,17 +274,17 @@ Test(gate_lifecycle, release_with_regex_and_no_match)
 	await(&a);
 	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
 	cr_assert(info("orders-eu").released);
-	cr_assert(!info("orders").released);
+	cr_assert_not(info("orders").released);
 	cr_assert(mirror_gate_is_gated(g, "orders"));
 	struct answer b = {0};
 	mirror_gate_release(g, "dr", "nothing.*", on_answer, &b);
 	await(&b);
-	cr_assert_eq(b.status, 200);
-	cr_assert(strstr(b.body, "\"warning\""), "%s", b.body);
+	cr_assert(eq(i64, (int64_t)(b.status), (int64_t)(200)));
+	cr_assert_not_null(strstr(b.body, "\"warning\""), "%s", b.body);
 	struct answer c = {0};
 	mirror_gate_release(g, "dr", "([", on_answer, &c);
 	await(&c);
-	cr_assert_eq(c.status, 400);
+	cr_assert(eq(i64, (int64_t)(c.status), (int64_t)(400)));
 }
 
 Test(gate_lifecycle, stale_promotion_after_release_is_rejected_then_backs_off)
@@ -293,23 +294,23 @@ Test(gate_lifecycle, stale_promotion_after_release_is_rejected_then_backs_off)
 	mirror_gate_release(g, "dr", "orders", on_answer, &a);
 	await(&a);
 	/* a promotion decided before the release lands after it */
-	cr_assert_eq(mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"REGISTER\","
-						   "\"recovery\":false}", -1), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"REGISTER\","
+						   "\"recovery\":false}", -1)), (int64_t)(0)));
 	pump();
 	struct mirror_topic_info ti = info("orders");
-	cr_assert_eq(ti.effective, MIRROR_ASYNC, "not silently re-established");
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)), "not silently re-established");
 	cr_assert(ti.released);
 	cr_assert(ti.recovery_pending);
-	cr_assert_eq(ti.retry_attempt, 1);
+	cr_assert(eq(i64, (int64_t)(ti.retry_attempt), (int64_t)(1)));
 	/* lag zero at once: RetryAttempt 1 → 500 ms backoff before the recovery */
 	report("orders", 0, 2, 20, 20, NULL);
 	report("orders", 1, 2, 20, 20, NULL);
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC, "backing off");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)), "backing off");
 	run_ms(800);
 	ti = info("orders");
-	cr_assert_eq(ti.effective, MIRROR_SYNC, "recovery promotion after the backoff");
-	cr_assert(!ti.released);
-	cr_assert_eq(ti.retry_attempt, 0);
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_SYNC)), "recovery promotion after the backoff");
+	cr_assert_not(ti.released);
+	cr_assert(eq(i64, (int64_t)(ti.retry_attempt), (int64_t)(0)));
 }
 
 Test(gate_lifecycle, demote_when_every_partition_fails_for_the_timeout)
@@ -317,20 +318,20 @@ Test(gate_lifecycle, demote_when_every_partition_fails_for_the_timeout)
 	promote2("orders");
 	report("orders", 0, 2, -1, -1, "UNKNOWN_TOPIC_OR_PART");
 	run_ms(600);
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC, "one failing partition never demotes");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)), "one failing partition never demotes");
 	report("orders", 1, 2, -1, -1, "UNKNOWN_TOPIC_OR_PART");
 	run_ms(150);
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC, "not for the whole timeout yet");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)), "not for the whole timeout yet");
 	run_ms(600);
 	struct mirror_topic_info ti = info("orders");
-	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)));
 	cr_assert(ti.recovery_pending);
-	cr_assert_eq(ti.desired, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(ti.desired), (int64_t)(MIRROR_SYNC)));
 	/* healthy again, lag zero: recovers */
 	report("orders", 0, 2, 30, 30, NULL);
 	report("orders", 1, 2, 30, 30, NULL);
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
-	cr_assert(!info("orders").recovery_pending);
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)));
+	cr_assert_not(info("orders").recovery_pending);
 }
 
 Test(gate_lifecycle, log_intent_survives_config_reload)
@@ -339,8 +340,8 @@ Test(gate_lifecycle, log_intent_survives_config_reload)
 	struct answer a = {0};
 	mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &a);
 	await(&a);
-	cr_assert_eq(mirror_gate_reconfigure(g, &cfg), 0);
-	cr_assert_eq(info("orders").desired, MIRROR_ASYNC, "an ALTER in the log beats sync_topics");
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &cfg)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(info("orders").desired), (int64_t)(MIRROR_ASYNC)), "an ALTER in the log beats sync_topics");
 }
 
 Test(gate_lifecycle, records_of_other_writers_apply_in_order)
@@ -353,10 +354,10 @@ Test(gate_lifecycle, records_of_other_writers_apply_in_order)
 	pump();
 	struct mirror_topic_info ti = info("orders");
 	/* ASYNC then SYNC: demoted, then (lag still zero) promoted again */
-	cr_assert_eq(ti.desired, MIRROR_SYNC);
-	cr_assert_eq(ti.effective, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(ti.desired), (int64_t)(MIRROR_SYNC)));
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_SYNC)));
 	char *js = mirror_gate_describe_json(g, "dr", "orders");
-	cr_assert(strstr(js, "\"generation\":4"), "%s", js); /* REGISTER, ALTER, ALTER, REGISTER */
+	cr_assert_not_null(strstr(js, "\"generation\":4"), "%s", js); /* REGISTER, ALTER, ALTER, REGISTER */
 	free(js);
 }
 
@@ -365,18 +366,18 @@ Test(gate_lifecycle, admin_errors)
 	struct answer a = {0}, b = {0};
 	mirror_gate_alter(g, "nope", "orders", MIRROR_SYNC, false, on_answer, &a);
 	mirror_gate_alter(g, "dr", "bad topic!", MIRROR_SYNC, false, on_answer, &b);
-	cr_assert_eq(a.calls + b.calls, 0);
+	cr_assert(eq(i64, (int64_t)(a.calls + b.calls), (int64_t)(0)));
 	await(&a);
 	await(&b);
-	cr_assert_eq(a.status, 404);
-	cr_assert_eq(b.status, 400);
-	cr_assert(strstr(a.body, "\"error\""));
+	cr_assert(eq(i64, (int64_t)(a.status), (int64_t)(404)));
+	cr_assert(eq(i64, (int64_t)(b.status), (int64_t)(400)));
+	cr_assert_not_null(strstr(a.body, "\"error\""));
 	/* a cancelled call is never answered */
 	struct answer c = {0};
 	struct mirror_op *op = mirror_gate_alter(g, "dr", "orders", MIRROR_ASYNC, false, on_answer, &c);
 	mirror_op_cancel(op);
 	run_ms(200);
-	cr_assert_eq(c.calls, 0);
+	cr_assert(eq(i64, (int64_t)(c.calls), (int64_t)(0)));
 	cr_assert(mirror_gate_state_ready(g));
 	cr_assert(mirror_gate_is_decider(g));
 }
@@ -390,35 +391,35 @@ Test(gate_lifecycle, holds_until_the_state_log_is_read)
 	mirror_gate_free(g);
 	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS | MIRROR_GATE_STATE_PENDING);
 	cr_assert_not_null(g);
-	cr_assert(!mirror_gate_state_ready(g));
+	cr_assert_not(mirror_gate_state_ready(g));
 	cr_assert(mirror_gate_is_gated(g, "orders"), "config desires SYNC: fail closed");
 	cr_assert(mirror_gate_is_gated(g, "audit"), "not in the config: fail closed too");
 	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 5, .outcome = MIRROR_PENDING};
 	struct cbrec cr = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	report("orders", 0, 1, 3, 3, NULL); /* lag zero, but no promotion before the log is read */
-	cr_assert_eq(cr.calls, 0);
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)));
 	/* the log says: operator demoted it — still held until the log is read */
 	mirror_gate_inject_record(g, "{\"mirror\":\"dr\",\"topic\":\"orders\",\"op\":\"ALTER\",\"type\":\"ASYNC\"}", -1);
 	pump();
-	cr_assert_eq(cr.calls, 0, "held while the rest of the log is unread");
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "held while the rest of the log is unread");
 	/* a topic the config does not name: held until caught up as well */
 	struct mirror_wait_part q = {.topic = "audit", .partition = 0, .last_offset = 9, .outcome = MIRROR_PENDING};
 	struct cbrec cq = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &q, 1, mirror_now_ms() + 20000, on_done, &cq));
 	pump();
-	cr_assert_eq(cq.calls, 0, "held while the log is read");
+	cr_assert(eq(i64, (int64_t)(cq.calls), (int64_t)(0)), "held while the log is read");
 	mirror_gate_inject_record(g, NULL, -1);
 	pump();
 	cr_assert(mirror_gate_state_ready(g));
-	cr_assert_eq(cr.calls, 1, "released under the async predicate");
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
-	cr_assert_eq(cq.calls, 1);
-	cr_assert_eq(cq.o, MIRROR_SATISFIED);
-	cr_assert(!mirror_gate_is_gated(g, "audit"));
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)), "released under the async predicate");
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)));
+	cr_assert(eq(i64, (int64_t)(cq.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cq.o), (int64_t)(MIRROR_SATISFIED)));
+	cr_assert_not(mirror_gate_is_gated(g, "audit"));
 	report("orders-eu", 0, 1, 10, 10, NULL);
-	cr_assert_eq(info("orders-eu").effective, MIRROR_SYNC, "promotions resume once ready");
+	cr_assert(eq(i64, (int64_t)(info("orders-eu").effective), (int64_t)(MIRROR_SYNC)), "promotions resume once ready");
 }
 
 Test(gate_lifecycle, records_of_a_mirror_added_by_reload_are_applied_then)
@@ -433,12 +434,12 @@ Test(gate_lifecycle, records_of_a_mirror_added_by_reload_are_applied_then)
 	c2 = cfg;
 	c2.mirrors = two;
 	c2.nmirrors = 2;
-	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &c2)), (int64_t)(0)));
 	struct mirror_topic_info ti;
-	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
-	cr_assert_eq(ti.desired, MIRROR_ASYNC, "the log's ALTER, not sync_topics");
-	cr_assert_eq(mirror_gate_topic_info(g, "dr", "orders", &ti), 0);
-	cr_assert_eq(ti.desired, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_topic_info(g, "dr2", "orders", &ti)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(ti.desired), (int64_t)(MIRROR_ASYNC)), "the log's ALTER, not sync_topics");
+	cr_assert(eq(i64, (int64_t)(mirror_gate_topic_info(g, "dr", "orders", &ti)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(ti.desired), (int64_t)(MIRROR_SYNC)));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -457,7 +458,7 @@ static struct cbrec restarting_with_wait(struct mirror_wait_part *p)
 	cr_assert_not_null(g);
 	mirror_gate_inject_record(g, REC("REGISTER", ",\"recovery\":false"), 0);
 	pump();
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)));
 	*p = (struct mirror_wait_part){.topic = "orders", .partition = 0, .last_offset = 5,
 				       .outcome = MIRROR_PENDING};
 	return (struct cbrec){0};
@@ -470,7 +471,7 @@ static void replay_then_catch_up(struct cbrec *cr, const char **recs, int n)
 	for (int i = 0; i < n; i++) {
 		mirror_gate_inject_record(g, recs[i], i + 1);
 		pump();
-		cr_assert_eq(cr->calls, 0, "record %d of the history released a live waiter: %s", i + 1, recs[i]);
+		cr_assert(eq(i64, (int64_t)(cr->calls), (int64_t)(0)), "record %d of the history released a live waiter: %s", i + 1, recs[i]);
 	}
 	mirror_gate_inject_record(g, NULL, -1);
 	pump();
@@ -485,13 +486,13 @@ Test(gate_lifecycle, restart_history_with_alter_async_never_releases)
 	const char *hist[] = {REC("ALTER", ",\"type\":\"ASYNC\""), REC("ALTER", ",\"type\":\"SYNC\""),
 			      REC("REGISTER", ",\"recovery\":false")};
 	replay_then_catch_up(&cr, hist, 3);
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
-	cr_assert_eq(cr.calls, 0, "the log's end state gates: still held");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)));
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "the log's end state gates: still held");
 	report("orders", 0, 1, 5, 5, NULL); /* destination at 5: offset 5 not durable yet */
-	cr_assert_eq(cr.calls, 0);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)));
 	report("orders", 0, 1, 6, 6, NULL);
-	cr_assert_eq(cr.calls, 1);
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)));
 }
 
 Test(gate_lifecycle, restart_history_with_release_never_releases)
@@ -502,9 +503,9 @@ Test(gate_lifecycle, restart_history_with_release_never_releases)
 	const char *hist[] = {REC("RELEASE", ""), REC("REGISTER", ",\"recovery\":true")};
 	replay_then_catch_up(&cr, hist, 2);
 	struct mirror_topic_info ti = info("orders");
-	cr_assert_eq(ti.effective, MIRROR_SYNC);
-	cr_assert(!ti.released);
-	cr_assert_eq(cr.calls, 0, "recovered by the log's end: still held");
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_SYNC)));
+	cr_assert_not(ti.released);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "recovered by the log's end: still held");
 }
 
 Test(gate_lifecycle, restart_history_with_demote_never_releases)
@@ -514,8 +515,8 @@ Test(gate_lifecycle, restart_history_with_demote_never_releases)
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	const char *hist[] = {REC("DEMOTE", ""), REC("REGISTER", ",\"recovery\":true")};
 	replay_then_catch_up(&cr, hist, 2);
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
-	cr_assert_eq(cr.calls, 0, "re-promoted by the log's end: still held");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)));
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "re-promoted by the log's end: still held");
 }
 
 Test(gate_lifecycle, restart_history_ending_async_releases_only_when_caught_up)
@@ -525,8 +526,8 @@ Test(gate_lifecycle, restart_history_ending_async_releases_only_when_caught_up)
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	const char *hist[] = {REC("ALTER", ",\"type\":\"ASYNC\"")};
 	replay_then_catch_up(&cr, hist, 1);
-	cr_assert_eq(cr.calls, 1, "the end state is ASYNC: released once caught up");
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)), "the end state is ASYNC: released once caught up");
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)));
 }
 
 Test(gate_lifecycle, a_record_delivered_again_is_not_applied_twice)
@@ -540,13 +541,13 @@ Test(gate_lifecycle, a_record_delivered_again_is_not_applied_twice)
 	/* the state log consumer rewinds: offsets 1.. arrive again, live */
 	mirror_gate_inject_record(g, hist[0], 1);
 	pump();
-	cr_assert_eq(cr.calls, 0, "a re-read ALTER ASYNC is history, not a demotion");
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "a re-read ALTER ASYNC is history, not a demotion");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)));
 	/* a genuinely new record still applies */
 	mirror_gate_inject_record(g, hist[0], 4);
 	pump();
-	cr_assert_eq(cr.calls, 1, "a new ALTER ASYNC demotes and releases");
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)), "a new ALTER ASYNC demotes and releases");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)));
 }
 
 Test(gate_lifecycle, reload_adding_a_mirror_with_a_demotion_in_its_history_gates_by_its_end_state)
@@ -573,32 +574,32 @@ Test(gate_lifecycle, reload_adding_a_mirror_with_a_demotion_in_its_history_gates
 	c2 = cfg;
 	c2.mirrors = two;
 	c2.nmirrors = 2;
-	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &c2)), (int64_t)(0)));
 	pump();
-	cr_assert_eq(cr.calls, 0, "replaying dr2's history released a live waiter");
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "replaying dr2's history released a live waiter");
 	struct mirror_topic_info ti;
-	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
-	cr_assert_eq(ti.effective, MIRROR_SYNC, "dr2's end state");
+	cr_assert(eq(i64, (int64_t)(mirror_gate_topic_info(g, "dr2", "orders", &ti)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_SYNC)), "dr2's end state");
 	/* a new produce waits for both */
 	struct mirror_wait_part q = {.topic = "orders", .partition = 1, .last_offset = 15, .outcome = MIRROR_PENDING};
 	struct cbrec cq = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &q, 1, mirror_now_ms() + 20000, on_done, &cq));
 	report("orders", 1, 2, 16, 16, NULL); /* "dr" only */
-	cr_assert_eq(cq.calls, 0, "dr2 has not reported: held");
+	cr_assert(eq(i64, (int64_t)(cq.calls), (int64_t)(0)), "dr2 has not reported: held");
 	struct mirror_report r2 = {.mirror = "dr2", .topic = "orders", .partition = 1, .npartitions = 2,
 				   .progress = 16, .source_hw = 16, .source_hw_after = 16, .isr = 3, .min_isr = 2};
-	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r2)), (int64_t)(0)));
 	pump();
-	cr_assert_eq(cq.calls, 1);
-	cr_assert_eq(cq.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(cq.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cq.o), (int64_t)(MIRROR_SATISFIED)));
 	/* the response held before the reload waits for dr2 as well */
 	report("orders", 0, 2, 16, 16, NULL); /* "dr" has offset 15 */
-	cr_assert_eq(cr.calls, 0, "acknowledged without the mirror the reload added");
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "acknowledged without the mirror the reload added");
 	r2.partition = 0;
-	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r2)), (int64_t)(0)));
 	pump();
-	cr_assert_eq(cr.calls, 1);
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)));
 }
 
 /* KIP: once a mirror is registered the source HW no longer passes records it
@@ -614,31 +615,31 @@ Test(gate_lifecycle, a_promoted_mirror_joins_the_responses_already_held)
 	c2 = cfg;
 	c2.mirrors = two;
 	c2.nmirrors = 2;
-	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &c2)), (int64_t)(0)));
 	promote2("orders"); /* "dr" only */
 	struct mirror_topic_info ti;
-	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
-	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_topic_info(g, "dr2", "orders", &ti)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)));
 	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 12, .outcome = MIRROR_PENDING};
 	struct cbrec cr = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	/* dr2 at lag zero (sampled before offset 12 was appended): promoted */
 	struct mirror_report r2 = {.mirror = "dr2", .topic = "orders", .partition = 0, .npartitions = 2,
 				   .progress = 10, .source_hw = 10, .source_hw_after = 10, .isr = 3, .min_isr = 2};
-	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r2)), (int64_t)(0)));
 	r2.partition = 1;
-	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r2)), (int64_t)(0)));
 	pump();
-	cr_assert_eq(mirror_gate_topic_info(g, "dr2", "orders", &ti), 0);
-	cr_assert_eq(ti.effective, MIRROR_SYNC);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_topic_info(g, "dr2", "orders", &ti)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_SYNC)));
 	report("orders", 0, 2, 13, 13, NULL); /* "dr" has offset 12 */
-	cr_assert_eq(cr.calls, 0, "acknowledged without the mirror promoted while it was held");
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(0)), "acknowledged without the mirror promoted while it was held");
 	r2.partition = 0;
 	r2.progress = r2.source_hw = r2.source_hw_after = 13;
-	cr_assert_eq(mirror_gate_inject_report(g, &r2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r2)), (int64_t)(0)));
 	pump();
-	cr_assert_eq(cr.calls, 1);
-	cr_assert_eq(cr.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_SATISFIED)));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -650,7 +651,7 @@ static void fence(bool on, const char *want)
 	struct answer a = {0};
 	cr_assert_not_null(mirror_gate_fence(g, "dr", "orders", on, on_answer, &a));
 	await(&a);
-	cr_assert_eq(a.status, 200, "%s", a.body);
+	cr_assert(eq(i64, (int64_t)(a.status), (int64_t)(200)), "%s", a.body);
 	cr_assert_str_eq(result0(&a, NULL, 0), want);
 }
 
@@ -672,30 +673,30 @@ Test(gate_lifecycle, fence_then_release_fails_unconfirmed_waiters_and_blocks_rec
 	cr_assert_null(mirror_gate_fenced_by(g, "payments"));
 	cr_assert(mirror_gate_is_gated(g, "orders"), "fenced topics keep gating until released");
 	pump();
-	cr_assert_eq(c1.calls + c2.calls, 0, "the fence releases nobody");
+	cr_assert(eq(i64, (int64_t)(c1.calls + c2.calls), (int64_t)(0)), "the fence releases nobody");
 	report("orders", 0, 2, 12, 12, NULL); /* drained: offset 11 is on the destination */
-	cr_assert_eq(c1.calls, 1);
-	cr_assert_eq(c1.o, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(c1.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(c1.o), (int64_t)(MIRROR_SATISFIED)));
 	struct answer a = {0};
 	mirror_gate_release(g, "dr", NULL, on_answer, &a);
 	await(&a);
 	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
 	pump();
-	cr_assert_eq(c2.calls, 1);
-	cr_assert_eq(c2.o, MIRROR_TIMEOUT, "released while fenced: an unconfirmed record is never acked");
+	cr_assert(eq(i64, (int64_t)(c2.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(c2.o), (int64_t)(MIRROR_TIMEOUT)), "released while fenced: an unconfirmed record is never acked");
 	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr", "the fence outlives the release");
 	/* fresh samples at lag zero: no recovery promotion while fenced */
 	report("orders", 0, 2, 60, 60, NULL);
 	report("orders", 1, 2, 60, 60, NULL);
 	run_ms(300);
-	cr_assert_eq(info("orders").effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_ASYNC)));
 	cr_assert(info("orders").released);
 	fence(true, "UNCHANGED");
 	fence(false, "UNFENCED");
 	cr_assert_null(mirror_gate_fenced_by(g, "orders"));
 	report("orders", 0, 2, 61, 61, NULL);
 	report("orders", 1, 2, 61, 61, NULL);
-	cr_assert_eq(info("orders").effective, MIRROR_SYNC, "unfenced: the KIP's recovery applies again");
+	cr_assert(eq(i64, (int64_t)(info("orders").effective), (int64_t)(MIRROR_SYNC)), "unfenced: the KIP's recovery applies again");
 	struct answer none = {0}; /* unfence selects fenced topics only */
 	mirror_gate_fence(g, "dr", NULL, false, on_answer, &none);
 	await(&none);
@@ -711,7 +712,7 @@ Test(gate_lifecycle, restart_history_with_fence_refuses_until_caught_up)
 	g = mirror_gate_new_ex(base, &cfg, MIRROR_GATE_NO_WORKERS | MIRROR_GATE_STATE_PENDING);
 	cr_assert_not_null(g);
 	cr_assert_null(mirror_gate_fenced_by(g, "orders"));
-	cr_assert(!mirror_gate_any_fenced(g));
+	cr_assert_not(mirror_gate_any_fenced(g));
 	mirror_gate_inject_record(g, REC("FENCE", ""), 0);
 	pump();
 	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
@@ -723,7 +724,7 @@ Test(gate_lifecycle, restart_history_with_fence_refuses_until_caught_up)
 	mirror_gate_inject_record(g, NULL, -1);
 	pump();
 	cr_assert_null(mirror_gate_fenced_by(g, "orders"), "the log's end: unfenced");
-	cr_assert(!mirror_gate_any_fenced(g), "the log's end: nothing fenced");
+	cr_assert_not(mirror_gate_any_fenced(g), "the log's end: nothing fenced");
 
 	/* a history ending fenced stays fenced */
 	mirror_gate_free(g);
@@ -737,7 +738,7 @@ Test(gate_lifecycle, restart_history_with_fence_refuses_until_caught_up)
 	cr_assert_str_eq(mirror_gate_fenced_by(g, "orders"), "dr");
 	cr_assert(mirror_gate_any_fenced(g));
 	struct mirror_topic_info ti = info("orders");
-	cr_assert_eq(ti.effective, MIRROR_ASYNC, "the recovery REGISTER after the fence was rejected");
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)), "the recovery REGISTER after the fence was rejected");
 	cr_assert(ti.released);
 }
 
@@ -749,7 +750,7 @@ Test(gate_lifecycle, any_fenced_counts_fenced_topics)
 	promote2("orders");
 	promote2("orders.eu");
 	struct answer a = {0};
-	cr_assert(!mirror_gate_any_fenced(g));
+	cr_assert_not(mirror_gate_any_fenced(g));
 	mirror_gate_fence(g, "dr", "orders.*", true, on_answer, &a);
 	await(&a);
 	cr_assert(mirror_gate_any_fenced(g));
@@ -758,7 +759,7 @@ Test(gate_lifecycle, any_fenced_counts_fenced_topics)
 	memset(&a, 0, sizeof(a));
 	mirror_gate_fence(g, "dr", NULL, false, on_answer, &a);
 	await(&a);
-	cr_assert(!mirror_gate_any_fenced(g));
+	cr_assert_not(mirror_gate_any_fenced(g));
 	cr_assert_null(mirror_gate_fenced_by(g, "orders.eu"));
 	fence(true, "FENCED");
 	fence(true, "UNCHANGED");
@@ -769,9 +770,9 @@ Test(gate_lifecycle, any_fenced_counts_fenced_topics)
 	other.name = (char *)"dr3";
 	c2 = cfg;
 	c2.mirrors = &other;
-	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &c2)), (int64_t)(0)));
 	pump();
-	cr_assert(!mirror_gate_any_fenced(g), "the fenced mirror left with the reload");
+	cr_assert_not(mirror_gate_any_fenced(g), "the fenced mirror left with the reload");
 }
 
 /* A produce accepted while the log was still read (held: every topic gates
@@ -784,6 +785,6 @@ Test(gate_lifecycle, restart_history_fenced_and_released_fails_waiters_held_mean
 	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_done, &cr));
 	const char *hist[] = {REC("FENCE", ""), REC("RELEASE", "")};
 	replay_then_catch_up(&cr, hist, 2);
-	cr_assert_eq(cr.calls, 1);
-	cr_assert_eq(cr.o, MIRROR_TIMEOUT, "fenced and released: failed, not acknowledged");
+	cr_assert(eq(i64, (int64_t)(cr.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(cr.o), (int64_t)(MIRROR_TIMEOUT)), "fenced and released: failed, not acknowledged");
 }

@@ -6,6 +6,7 @@
  * the test "mirrors" by producing the same records to both sides.
  */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <event2/event.h>
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -38,7 +39,7 @@ static rd_kafka_t *mock_handle_n(rd_kafka_mock_cluster_t **mc, int brokers)
 	cr_assert_not_null(rk, "%s", errstr);
 	*mc = rd_kafka_mock_cluster_new(rk, brokers);
 	cr_assert_not_null(*mc);
-	cr_assert_eq(rd_kafka_mock_topic_create(*mc, "orders", 2, 1), 0);
+	cr_assert(eq(i64, (int64_t)(rd_kafka_mock_topic_create(*mc, "orders", 2, 1)), (int64_t)(0)));
 	return rk;
 }
 
@@ -56,9 +57,9 @@ static void produce(rd_kafka_mock_cluster_t *mc, int32_t partition, int n)
 	rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
 	cr_assert_not_null(p);
 	for (int i = 0; i < n; i++)
-		cr_assert_eq(rd_kafka_producev(p, RD_KAFKA_V_TOPIC("orders"), RD_KAFKA_V_PARTITION(partition),
-					       RD_KAFKA_V_VALUE("x", 1), RD_KAFKA_V_END), 0);
-	cr_assert_eq(rd_kafka_flush(p, 30000), 0);
+		cr_assert(eq(i64, (int64_t)(rd_kafka_producev(p, RD_KAFKA_V_TOPIC("orders"), RD_KAFKA_V_PARTITION(partition),
+					       RD_KAFKA_V_VALUE("x", 1), RD_KAFKA_V_END)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(rd_kafka_flush(p, 30000)), (int64_t)(0)));
 	rd_kafka_destroy(p);
 }
 
@@ -68,7 +69,7 @@ static void start_ex(enum conf_progress mode, int dst_brokers)
 	mk_src = mock_handle(&mc_src);
 	mk_dst = mock_handle_n(&mc_dst, dst_brokers);
 	for (int32_t p = 0; dst_brokers > 1 && p < 2; p++)
-		cr_assert_eq(rd_kafka_mock_partition_set_leader(mc_dst, "orders", p, p + 1), 0);
+		cr_assert(eq(i64, (int64_t)(rd_kafka_mock_partition_set_leader(mc_dst, "orders", p, p + 1)), (int64_t)(0)));
 	const char *bs = rd_kafka_mock_cluster_bootstraps(mc_src);
 	const char *colon = strrchr(bs, ':');
 	snprintf(src_host, sizeof(src_host), "%.*s", (int)(colon - bs), bs);
@@ -138,8 +139,8 @@ static void promoted_then_gated_release(void)
 	while (mirror_gate_partition_info(g, "mock-dr", "orders", 0, &pi) == 0 && (pi.isr < 0 || pi.progress < 10) &&
 	       mirror_now_ms() < end)
 		run_ms(50);
-	cr_assert_eq(pi.progress, 10, "progress %lld", (long long)pi.progress);
-	cr_assert_eq(pi.isr, 1, "ISR from destination Metadata");
+	cr_assert(eq(i64, (int64_t)(pi.progress), (int64_t)(10)), "progress %lld", (long long)pi.progress);
+	cr_assert(eq(i64, (int64_t)(pi.isr), (int64_t)(1)), "ISR from destination Metadata");
 
 	/* The source takes 5 more records; the destination does not yet. */
 	produce(mc_src, 0, 5);
@@ -148,14 +149,14 @@ static void promoted_then_gated_release(void)
 	struct mirror_wait *w = mirror_gate_wait(g, p, 1, mirror_now_ms() + 15000, on_done, &r);
 	cr_assert_not_null(w);
 	run_ms(300);
-	cr_assert_eq(r.calls, 0, "held while the destination lacks offsets 10..14");
+	cr_assert(eq(i64, (int64_t)(r.calls), (int64_t)(0)), "held while the destination lacks offsets 10..14");
 	int64_t t0 = mirror_now_ms();
 	produce(mc_dst, 0, 5);
 	end = mirror_now_ms() + 10000;
 	while (!r.calls && mirror_now_ms() < end)
 		run_ms(5);
-	cr_assert_eq(r.calls, 1);
-	cr_assert_eq(p[0].outcome, MIRROR_SATISFIED);
+	cr_assert(eq(i64, (int64_t)(r.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(p[0].outcome), (int64_t)(MIRROR_SATISFIED)));
 	cr_log_info("release after destination produce: %lld ms", (long long)(mirror_now_ms() - t0));
 }
 
@@ -187,7 +188,7 @@ Test(mirror_worker, missing_destination_partition_is_a_partition_failure, .timeo
 	m2.sync_topics = t2;
 	c2 = cfg;
 	c2.mirrors = &m2;
-	cr_assert_eq(mirror_gate_reconfigure(g, &c2), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &c2)), (int64_t)(0)));
 	struct mirror_topic_info ti = {0};
 	int64_t end = mirror_now_ms() + 20000;
 	while (mirror_now_ms() < end) {
@@ -195,12 +196,12 @@ Test(mirror_worker, missing_destination_partition_is_a_partition_failure, .timeo
 		if (mirror_gate_topic_info(g, "mock-dr", "orders-wide", &ti) == 0 && ti.failing_partitions == 2)
 			break;
 	}
-	cr_assert_eq(ti.failing_partitions, 2);
+	cr_assert(eq(i64, (int64_t)(ti.failing_partitions), (int64_t)(2)));
 	struct mirror_partition_info pi;
-	cr_assert_eq(mirror_gate_partition_info(g, "mock-dr", "orders-wide", 2, &pi), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_gate_partition_info(g, "mock-dr", "orders-wide", 2, &pi)), (int64_t)(0)));
 	cr_log_info("partition 2 failing: %s", pi.reason);
 	cr_assert_str_neq(pi.reason, "");
-	cr_assert_eq(ti.effective, MIRROR_ASYNC);
+	cr_assert(eq(i64, (int64_t)(ti.effective), (int64_t)(MIRROR_ASYNC)));
 	stop();
 }
 
@@ -212,14 +213,14 @@ Test(mirror_worker, mm2_offset_sync_record_format)
 	char topic[64];
 	int32_t part;
 	int64_t up, down;
-	cr_assert_eq(mirror_mm2_parse(key, sizeof(key), val, sizeof(val), topic, sizeof(topic), &part, &up, &down), 0);
+	cr_assert(eq(i64, (int64_t)(mirror_mm2_parse(key, sizeof(key), val, sizeof(val), topic, sizeof(topic), &part, &up, &down)), (int64_t)(0)));
 	cr_assert_str_eq(topic, "orders");
-	cr_assert_eq(part, 3);
-	cr_assert_eq(up, 1234);
-	cr_assert_eq(down, 1200);
-	cr_assert_neq(mirror_mm2_parse(key, sizeof(key) - 1, val, sizeof(val), topic, sizeof(topic), &part, &up, &down), 0);
-	cr_assert_neq(mirror_mm2_parse(key, sizeof(key), val, 8, topic, sizeof(topic), &part, &up, &down), 0);
-	cr_assert_neq(mirror_mm2_parse(key, sizeof(key), val, sizeof(val), topic, 4, &part, &up, &down), 0);
+	cr_assert(eq(i64, (int64_t)(part), (int64_t)(3)));
+	cr_assert(eq(i64, (int64_t)(up), (int64_t)(1234)));
+	cr_assert(eq(i64, (int64_t)(down), (int64_t)(1200)));
+	cr_assert(ne(i64, (int64_t)(mirror_mm2_parse(key, sizeof(key) - 1, val, sizeof(val), topic, sizeof(topic), &part, &up, &down)), (int64_t)(0)));
+	cr_assert(ne(i64, (int64_t)(mirror_mm2_parse(key, sizeof(key), val, 8, topic, sizeof(topic), &part, &up, &down)), (int64_t)(0)));
+	cr_assert(ne(i64, (int64_t)(mirror_mm2_parse(key, sizeof(key), val, sizeof(val), topic, 4, &part, &up, &down)), (int64_t)(0)));
 }
 
 /* ---- poll scheduling (lane.c): demand-driven, back to back, idle = nothing ---- */
@@ -264,7 +265,7 @@ static void promoted(void)
 		    mirror_gate_partition_info(g, "mock-dr", "orders", 1, &p1) == 0 && p1.progress == 3 && p1.isr > 0)
 			return;
 	}
-	cr_assert_fail("not promoted with progress 10 / 3 and ISR known");
+	cr_fatal("not promoted with progress 10 / 3 and ISR known");
 }
 
 Test(mirror_worker, poll_idle_partitions_cost_one_destination_request_per_sweep, .timeout = 60)
@@ -274,7 +275,7 @@ Test(mirror_worker, poll_idle_partitions_cost_one_destination_request_per_sweep,
 	run_ms(300); /* a lane answer in flight lands */
 	double d0 = lane_requests("demand"), b0 = lane_requests("background");
 	run_ms(2 * MIRROR_W_SWEEP_MS + 500); /* four background rounds at least, two or three sweeps */
-	cr_assert_eq(lane_requests("demand"), d0, "nothing held: no demand poll");
+	cr_assert(eq(i64, (int64_t)(lane_requests("demand")), (int64_t)(d0)), "nothing held: no demand poll");
 	double sweeps = lane_requests("background") - b0;
 	cr_log_info("idle: %.0f background requests in %d ms", sweeps, 2 * MIRROR_W_SWEEP_MS + 500);
 	cr_assert(sweeps >= 1 && sweeps <= 3,
@@ -286,7 +287,7 @@ Test(mirror_worker, poll_idle_partitions_cost_one_destination_request_per_sweep,
 	int64_t end = mirror_now_ms() + 10000;
 	while (lane_requests("background") == b0 && mirror_now_ms() < end)
 		run_ms(50);
-	cr_assert_gt(lane_requests("background"), b0, "a lagging partition is asked in the background");
+	cr_assert(gt(i64, (int64_t)(lane_requests("background")), (int64_t)(b0)), "a lagging partition is asked in the background");
 	stop();
 }
 
@@ -308,9 +309,9 @@ Test(mirror_worker, poll_demand_back_to_back_while_pending_then_stops, .timeout 
 	int64_t end = mirror_now_ms() + 10000;
 	while (lane_requests("demand") < d0 + 5 && mirror_now_ms() < end)
 		run_ms(5);
-	cr_assert_geq(lane_requests("demand"), d0 + 5, "polled again and again while the wait is pending");
+	cr_assert(ge(i64, (int64_t)(lane_requests("demand")), (int64_t)(d0 + 5)), "polled again and again while the wait is pending");
 	for (int i = 0; i < N; i++)
-		cr_assert_eq(o[i].calls, 0, "held: the destination lacks 10..14");
+		cr_assert(eq(i64, (int64_t)(o[i].calls), (int64_t)(0)), "held: the destination lacks 10..14");
 	produce(mc_dst, 0, 5);
 	end = mirror_now_ms() + 10000;
 	int done = 0;
@@ -321,11 +322,11 @@ Test(mirror_worker, poll_demand_back_to_back_while_pending_then_stops, .timeout 
 			done += o[i].calls;
 	}
 	for (int i = 0; i < N; i++)
-		cr_assert_eq(o[i].outcome, MIRROR_SATISFIED);
+		cr_assert(eq(i64, (int64_t)(o[i].outcome), (int64_t)(MIRROR_SATISFIED)));
 	run_ms(200); /* the request in flight when the answer came */
 	double d1 = lane_requests("demand");
 	run_ms(1500);
-	cr_assert_eq(lane_requests("demand"), d1, "nothing pending: demand polls stop");
+	cr_assert(eq(i64, (int64_t)(lane_requests("demand")), (int64_t)(d1)), "nothing pending: demand polls stop");
 	stop();
 }
 
@@ -354,9 +355,9 @@ Test(mirror_worker, poll_demands_of_many_waits_coalesce, .timeout = 60)
 		for (int i = 0; i < N; i++)
 			done += o[i].calls;
 	}
-	cr_assert_eq(done, N);
+	cr_assert(eq(i64, (int64_t)(done), (int64_t)(N)));
 	for (int i = 0; i < N; i++)
-		cr_assert_eq(o[i].outcome, MIRROR_SATISFIED);
+		cr_assert(eq(i64, (int64_t)(o[i].outcome), (int64_t)(MIRROR_SATISFIED)));
 	double n = lane_requests("demand") - d0;
 	cr_log_info("%d waits released after %.0f demand polls", N, n);
 	cr_assert(n >= 1 && n < N, "one poll serves every wait of the partition (%.0f polls for %d waits)", n, N);
@@ -382,15 +383,15 @@ Test(mirror_worker, poll_slow_destination_broker_delays_only_its_partitions, .ti
 	int64_t end = mirror_now_ms() + 20000;
 	while (!o0.calls && mirror_now_ms() < end)
 		run_ms(5);
-	cr_assert_eq(o0.calls, 1);
-	cr_assert_eq(o0.outcome, MIRROR_SATISFIED, "broker 1's partition released");
-	cr_assert_eq(o1.calls, 0, "the destination lacks orders-1's records: still held");
+	cr_assert(eq(i64, (int64_t)(o0.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(o0.outcome), (int64_t)(MIRROR_SATISFIED)), "broker 1's partition released");
+	cr_assert(eq(i64, (int64_t)(o1.calls), (int64_t)(0)), "the destination lacks orders-1's records: still held");
 	rd_kafka_mock_broker_set_rtt(mc_dst, 2, 0);
 	produce(mc_dst, 1, 5);
 	end = mirror_now_ms() + 30000;
 	while (!o1.calls && mirror_now_ms() < end)
 		run_ms(20);
-	cr_assert_eq(o1.outcome, MIRROR_SATISFIED, "released once broker 2 answers");
+	cr_assert(eq(i64, (int64_t)(o1.outcome), (int64_t)(MIRROR_SATISFIED)), "released once broker 2 answers");
 	stop();
 }
 
@@ -408,19 +409,19 @@ Test(mirror_worker, removed_mirror_stops_off_the_loop, .timeout = 90)
 	struct outrec o = {0};
 	cr_assert_not_null(mirror_gate_wait(g, &p0, 1, mirror_now_ms() + 60000, on_out, &o));
 	run_ms(300);
-	cr_assert_eq(o.calls, 0);
+	cr_assert(eq(i64, (int64_t)(o.calls), (int64_t)(0)));
 	struct conf none = cfg;
 	none.mirrors = NULL;
 	none.nmirrors = 0;
-	cr_assert_eq(mirror_gate_reconfigure(g, &none), 0);
-	cr_assert_eq(mirror_workers_stopping(), 1,
+	cr_assert(eq(i64, (int64_t)(mirror_gate_reconfigure(g, &none)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(mirror_workers_stopping()), (int64_t)(1)),
 		     "reload returned while the removed mirror's worker is still in its 3 s call");
 	int64_t end = mirror_now_ms() + 30000;
 	while ((!o.calls || mirror_workers_stopping() > 0) && mirror_now_ms() < end)
 		run_ms(20);
-	cr_assert_eq(o.calls, 1, "the removed mirror no longer holds the wait");
-	cr_assert_eq(o.outcome, MIRROR_SATISFIED, "removal releases (asynchronous predicate)");
-	cr_assert_eq(mirror_workers_stopping(), 0, "the reaper ended the worker");
+	cr_assert(eq(i64, (int64_t)(o.calls), (int64_t)(1)), "the removed mirror no longer holds the wait");
+	cr_assert(eq(i64, (int64_t)(o.outcome), (int64_t)(MIRROR_SATISFIED)), "removal releases (asynchronous predicate)");
+	cr_assert(eq(i64, (int64_t)(mirror_workers_stopping()), (int64_t)(0)), "the reaper ended the worker");
 	rd_kafka_mock_broker_set_rtt(mc_dst, 1, 0);
 	stop();
 }
@@ -453,8 +454,8 @@ Test(mirror_worker, destination_ahead_of_source_never_releases, .timeout = 90)
 	end = mirror_now_ms() + 20000;
 	while (!o.calls && mirror_now_ms() < end)
 		run_ms(20);
-	cr_assert_eq(o.calls, 1);
-	cr_assert_neq(o.outcome, MIRROR_SATISFIED, "never released by a destination that is ahead");
+	cr_assert(eq(i64, (int64_t)(o.calls), (int64_t)(1)));
+	cr_assert(ne(i64, (int64_t)(o.outcome), (int64_t)(MIRROR_SATISFIED)), "never released by a destination that is ahead");
 	mirror_wait_parts_clear(&p0, 1); /* its failure message */
 	/* the source catches up past the destination: progress counts again */
 	produce(mc_src, 0, 25);     /* source 36 > destination 30 */
@@ -465,8 +466,8 @@ Test(mirror_worker, destination_ahead_of_source_never_releases, .timeout = 90)
 	end = mirror_now_ms() + 30000;
 	while (!o1.calls && mirror_now_ms() < end)
 		run_ms(20);
-	cr_assert_eq(o1.calls, 1);
-	cr_assert_eq(o1.outcome, MIRROR_SATISFIED, "released once the destination is not ahead any more");
+	cr_assert(eq(i64, (int64_t)(o1.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(o1.outcome), (int64_t)(MIRROR_SATISFIED)), "released once the destination is not ahead any more");
 	stop();
 }
 
@@ -476,13 +477,13 @@ Test(mirror_worker, destination_ahead_of_source_never_releases, .timeout = 90)
  * MirrorMaker 2 creates on a cluster defaulting to 2) does not fail the gate. */
 Test(worker, effective_min_isr_is_capped_by_the_replication_factor)
 {
-	cr_assert_eq(mirror_effective_min_isr(2, 1), 1);
-	cr_assert_eq(mirror_effective_min_isr(2, 3), 2);
-	cr_assert_eq(mirror_effective_min_isr(3, 3), 3);
-	cr_assert_eq(mirror_effective_min_isr(1, 1), 1);
-	cr_assert_eq(mirror_effective_min_isr(2, -1), 2, "replication factor unknown: the config as is");
-	cr_assert_eq(mirror_effective_min_isr(2, 0), 2, "no replica listed: the config as is");
-	cr_assert_eq(mirror_effective_min_isr(-1, 3), -1, "min.insync.replicas unknown stays unknown");
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(2, 1)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(2, 3)), (int64_t)(2)));
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(3, 3)), (int64_t)(3)));
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(1, 1)), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(2, -1)), (int64_t)(2)), "replication factor unknown: the config as is");
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(2, 0)), (int64_t)(2)), "no replica listed: the config as is");
+	cr_assert(eq(i64, (int64_t)(mirror_effective_min_isr(-1, 3)), (int64_t)(-1)), "min.insync.replicas unknown stays unknown");
 }
 
 /* Records written straight to a destination partition (not by the mirror),
@@ -512,8 +513,8 @@ static void foreign_records_never_release(enum conf_progress mode)
 		    strcmp(pi.reason, "DESTINATION_AHEAD_OF_SOURCE") == 0)
 			seen_ms = mirror_now_ms() - t0;
 	}
-	cr_assert_eq(o.calls, 1);
-	cr_assert_neq(o.outcome, MIRROR_SATISFIED, "false ack: released by a destination HW holding foreign records");
+	cr_assert(eq(i64, (int64_t)(o.calls), (int64_t)(1)));
+	cr_assert(ne(i64, (int64_t)(o.outcome), (int64_t)(MIRROR_SATISFIED)), "false ack: released by a destination HW holding foreign records");
 	mirror_wait_parts_clear(&p0, 1);
 	cr_log_info("divergence reported %lld ms after the wait", (long long)seen_ms);
 	cr_assert(seen_ms >= 0 && seen_ms < 2500, "reported while the wait was held (%lld ms)", (long long)seen_ms);
@@ -549,6 +550,6 @@ Test(mirror_worker, idle_partition_written_to_on_the_destination_is_seen_ahead, 
 	int64_t took = mirror_now_ms() - t0;
 	cr_assert_str_eq(pi.reason, "DESTINATION_AHEAD_OF_SOURCE");
 	cr_log_info("idle partition seen ahead after %lld ms", (long long)took);
-	cr_assert_lt(took, MIRROR_W_SWEEP_MS + MIRROR_W_LAG_MS + 2000, "within a sweep (%lld ms)", (long long)took);
+	cr_assert(lt(i64, (int64_t)(took), (int64_t)(MIRROR_W_SWEEP_MS + MIRROR_W_LAG_MS + 2000)), "within a sweep (%lld ms)", (long long)took);
 	stop();
 }

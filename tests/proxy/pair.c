@@ -1,5 +1,6 @@
 /* tests/proxy/pair.c — see pair.h. */
 #include <criterion/criterion.h>
+#include <criterion/new/assert.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -19,8 +20,8 @@ void pair_init(struct fixture *f, const char *yaml)
 	if (!f->conf)
 		conf_errors_print(&errs);
 	cr_assert(f->conf);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, a), 0);
-	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, b), 0);
+	cr_assert(eq(i64, (int64_t)(socketpair(AF_UNIX, SOCK_STREAM, 0, a)), (int64_t)(0)));
+	cr_assert(eq(i64, (int64_t)(socketpair(AF_UNIX, SOCK_STREAM, 0, b)), (int64_t)(0)));
 	f->base = event_base_new();
 	f->srv.base = f->base;
 	f->srv.conf = f->conf;
