@@ -19,7 +19,7 @@ void pair_init(struct fixture *f, const char *yaml)
 	f->conf = conf_load_string("t.yaml", yaml, strlen(yaml), &errs);
 	if (!f->conf)
 		conf_errors_print(&errs);
-	cr_assert(f->conf);
+	cr_assert_not_null(f->conf);
 	cr_assert(eq(i64, (int64_t)(socketpair(AF_UNIX, SOCK_STREAM, 0, a)), (int64_t)(0)));
 	cr_assert(eq(i64, (int64_t)(socketpair(AF_UNIX, SOCK_STREAM, 0, b)), (int64_t)(0)));
 	f->base = event_base_new();
@@ -34,7 +34,7 @@ void pair_init(struct fixture *f, const char *yaml)
 	if (getenv("SG_TEST_DEBUG"))
 		conf_log_set_level(LOG_DEBUG);
 	f->c = proxy_conn_new_fds(&f->srv, a[0], b[0]);
-	cr_assert(f->c);
+	cr_assert_not_null(f->c);
 	f->cl = a[1];
 	f->up = b[1];
 	fcntl(f->up, F_SETFL, O_NONBLOCK);
