@@ -24,6 +24,7 @@
 #include <event2/http.h>
 #include <openssl/err.h>
 
+#include "proxy/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"
 

@@ -560,75 +560,7 @@ int proxy_tx_start(struct proxy_conn *c, size_t len);
 /** As proxy_rx_pump(), for the request in c->tx. */
 int proxy_tx_pump(struct proxy_conn *c);
 
-/* hold.c: gated Produce responses */
-/**
- * Decide whether a Produce response must be held; if so register it with the
- * gate and set the entry HELD (or READY when resolved at once), consuming
- * the frame from `in`; otherwise the caller forwards it. `iov` covers the
- * body after the `hdr_len`-byte response header. Returns 1 when taken, 0 when
- * not, -1 on a malformed response.
- */
-int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
-		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
-
-/* fence.c: the failover fence */
-/**
- * A decoded Produce request (`len` body bytes at the head of `in`, header
- * `h`, `wire_version` as sent upstream) naming a topic fenced for failover
- * (mirror_gate_fenced_by) is refused here, never forwarded: 1 answered
- * (NOT_ENOUGH_REPLICAS on every partition; the frame is consumed), -1 close
- * the connection (acks=0: no response to refuse with), 0 not fenced.
- */
-int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
-			int16_t wire_version, const struct codec_produce_request *req);
-/* clamp.c: consumers see only mirrored records (invariant 1b) */
-/**
- * A client request was framed (header `h`, `len` body bytes at the head of
- * `in`, not consumed): decide whether its response is clamped — Fetch with
- * ReplicaId < 0, ListOffsets and OffsetForLeaderEpoch of consumers, unless
- * consumers.clamp is `pass` or the client id is exempt — and keep what the
- * clamp needs in `e`. Returns 0, or -1 (out of memory; close).
- */
-int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
-			size_t len, const struct codec_request_header *h);
-/**
- * The response of an entry with a clamp: clamp it and make the entry READY
- * (1), or HELD (1) when a Fetch has no record left and MaxWaitMs has not
- * passed; 0 when nothing changes (the caller goes on: endpoints); -1 on a
- * malformed response (close: never forward records not judged).
- */
-int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
-			 size_t len, size_t hdr_len);
-/**
- * Whether the entry's Fetch response may be clamped as it streams (v12+,
- * decided with the request: the connection's last clamped response left
- * nothing out). Such a request's MaxBytes is not lowered.
- */
-bool proxy_clamp_streams(const struct proxy_entry *e);
-/**
- * A streamed clamped Fetch response reached partition `p` of topic `topic`
- * (name, or NULL and `topic_id`): returns whether it is clamped — gated:
- * then every batch is judged, whatever its HighWatermark says — with
- * *limit (HighWatermark/LastStableOffset at most) and *keep_below (batches
- * whose last offset is below are kept; -1 none) — codec_fetch_clamp_limit().
- */
-bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
-				  const struct codec_fetch_stream_part *p, int64_t *limit,
-				  int64_t *keep_below);
-/**
- * The records of a clamped partition of a streamed Fetch response are
- * judged: its HighWatermark as the broker sent it, `records_end` one past
- * the last offset of its batches (-1 none), `keep_below` as
- * proxy_clamp_stream_partition() gave it. For the clamp distance metric.
- */
-void proxy_clamp_stream_partition_end(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
-				      int64_t broker_hw, int64_t records_end, int64_t keep_below);
-/**
- * A streamed clamped Fetch response is through: `changed` whether anything
- * was rewritten, `records`/`bytes` left out of it (metrics; a response that
- * left records out makes the connection's next one buffered and holdable).
- */
-void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records, int64_t bytes);
+/* hold.c, fence.c, clamp.c — the gate on the data path: proxy/gated.h (included below) */
 /* client.c: who the client is, and the answer to its timed-out held Produce */
 #define PROXY_ANSWER_ERROR 0   /* the sync error code (down-mapped), the KIP's behaviour */
 #define PROXY_ANSWER_HOLD (-1) /* no answer at the request's deadline: hold to gate.max_hold_ms */
@@ -653,21 +585,6 @@ int proxy_advertise_endpoint(void *srv, int32_t node_id, const char *host, int32
 
 /* topic_ids.c, topic_lookup.c: proxy/topic_ids.h */
 
-/* admin.c: /metrics, /healthz, /readyz and the admin API */
-struct proxy_admin;
-/**
- * Listen on conf->admin_listen and start the upstream readiness probe.
- * `srv` and `gate` are borrowed for the admin's life (the probe follows
- * srv->conf across reloads). Returns NULL and logs why on failure. Loop thread.
- */
-struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *conf,
-				    struct proxy_server *srv, struct mirror_gate *gate);
-/** Close the listener, stop the probe and free; NULL is fine. Loop thread. */
-void proxy_admin_free(struct proxy_admin *a);
-/** Apply a reload: re-read admin.tls files. 0, or -1 (logged, unchanged). */
-int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf);
-/* admin_api.c: POST /v1/alter and /v1/release (bearer token; see proxy/cmd/syncgate-ctl.c). Loop thread. */
-struct evhttp;
-void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate);
+#include "proxy/gated.h"
 
 #endif

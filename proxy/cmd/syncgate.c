@@ -28,6 +28,7 @@
 #include <event2/thread.h>
 #include <openssl/ssl.h>
 
+#include "proxy/admin.h"
 #include "proxy/proxy.h"
 
 struct syncgate {

@@ -1,0 +1,83 @@
+/*
+ * gated.h — where the gate meets the data path (included by proxy/proxy.h
+ * after its types): hold.c holds gated acks=all Produce responses, fence.c
+ * refuses Produce to topics fenced for failover, clamp.c cuts consumers'
+ * Fetch / ListOffsets / OffsetForLeaderEpoch answers to the mirrored high
+ * watermark. Loop thread.
+ */
+#ifndef SYNCGATE_PROXY_GATED_H
+#define SYNCGATE_PROXY_GATED_H
+
+#include "proxy/proxy.h"
+
+/* hold.c: gated Produce responses */
+/**
+ * Decide whether a Produce response must be held; if so register it with the
+ * gate and set the entry HELD (or READY when resolved at once), consuming
+ * the frame from `in`; otherwise the caller forwards it. `iov` covers the
+ * body after the `hdr_len`-byte response header. Returns 1 when taken, 0 when
+ * not, -1 on a malformed response.
+ */
+int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
+
+/* fence.c: the failover fence */
+/**
+ * A decoded Produce request (`len` body bytes at the head of `in`, header
+ * `h`, `wire_version` as sent upstream) naming a topic fenced for failover
+ * (mirror_gate_fenced_by) is refused here, never forwarded: 1 answered
+ * (NOT_ENOUGH_REPLICAS on every partition; the frame is consumed), -1 close
+ * the connection (acks=0: no response to refuse with), 0 not fenced.
+ */
+int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+			int16_t wire_version, const struct codec_produce_request *req);
+/* clamp.c: consumers see only mirrored records (invariant 1b) */
+/**
+ * A client request was framed (header `h`, `len` body bytes at the head of
+ * `in`, not consumed): decide whether its response is clamped — Fetch with
+ * ReplicaId < 0, ListOffsets and OffsetForLeaderEpoch of consumers, unless
+ * consumers.clamp is `pass` or the client id is exempt — and keep what the
+ * clamp needs in `e`. Returns 0, or -1 (out of memory; close).
+ */
+int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			size_t len, const struct codec_request_header *h);
+/**
+ * The response of an entry with a clamp: clamp it and make the entry READY
+ * (1), or HELD (1) when a Fetch has no record left and MaxWaitMs has not
+ * passed; 0 when nothing changes (the caller goes on: endpoints); -1 on a
+ * malformed response (close: never forward records not judged).
+ */
+int proxy_clamp_response(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
+			 size_t len, size_t hdr_len);
+/**
+ * Whether the entry's Fetch response may be clamped as it streams (v12+,
+ * decided with the request: the connection's last clamped response left
+ * nothing out). Such a request's MaxBytes is not lowered.
+ */
+bool proxy_clamp_streams(const struct proxy_entry *e);
+/**
+ * A streamed clamped Fetch response reached partition `p` of topic `topic`
+ * (name, or NULL and `topic_id`): returns whether it is clamped — gated:
+ * then every batch is judged, whatever its HighWatermark says — with
+ * *limit (HighWatermark/LastStableOffset at most) and *keep_below (batches
+ * whose last offset is below are kept; -1 none) — codec_fetch_clamp_limit().
+ */
+bool proxy_clamp_stream_partition(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
+				  const struct codec_fetch_stream_part *p, int64_t *limit,
+				  int64_t *keep_below);
+/**
+ * The records of a clamped partition of a streamed Fetch response are
+ * judged: its HighWatermark as the broker sent it, `records_end` one past
+ * the last offset of its batches (-1 none), `keep_below` as
+ * proxy_clamp_stream_partition() gave it. For the clamp distance metric.
+ */
+void proxy_clamp_stream_partition_end(struct proxy_conn *c, const char *topic, const uint8_t *topic_id,
+				      int64_t broker_hw, int64_t records_end, int64_t keep_below);
+/**
+ * A streamed clamped Fetch response is through: `changed` whether anything
+ * was rewritten, `records`/`bytes` left out of it (metrics; a response that
+ * left records out makes the connection's next one buffered and holdable).
+ */
+void proxy_clamp_stream_done(struct proxy_conn *c, bool changed, int64_t records, int64_t bytes);
+
+#endif
