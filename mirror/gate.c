@@ -5,7 +5,7 @@
  * (progress reports, state-log records, decider changes, probe results) to
  * the files that handle them. The gate's parts, bottom-up:
  *   store.c        (mirror, topic, partition) state, lag, the topic walk
- *   wait.c         held waits; the only release: tstate_gating/settle
+ *   wait.c         held waits; settle.c: the only release (mirror_tstate_gating/settle)
  *   transitions.c  type transitions, state-log apply/append, the decider
  *   report.c       destination progress reports
  *   link.c         one mirror's setup; config reload
