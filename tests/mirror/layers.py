@@ -6,9 +6,9 @@ has an undefined symbol that B's object defines. Prints one line per file
 ("a.c -> b.c c.c"), then every cycle (a strongly connected component of more
 than one file); exits 1 if there is one. Static inline functions and calls
 through function pointers are not edges (the callbacks the gate registers).
-`--core a.c,b.c` names files allowed to form a cycle among themselves (no
-library uses it now: mirror/ and proxy/ have no cycle); a cycle that reaches
-any other file still fails.
+`--core a.c,b.c` names files allowed to form a cycle among themselves (one
+unit split by concern: proxy/'s streaming pump, its clamp and its splice
+runs); a cycle that reaches any other file still fails.
 
     python3 tests/mirror/layers.py build/mirror/libsgmirror.a
     python3 tests/mirror/layers.py build/proxy/libsgproxy.a
