@@ -599,27 +599,104 @@ static void frame_refused(struct proxy_conn *c, const char *side, int32_t size, 
 	      (long long)c->srv->conf->max_frame_bytes, why ? why : frame_hint(b));
 }
 
-/*
- * Forward the frames in the client's input: while not paused, or all of
- * them (`all`: the client closed, nothing more will come). A Produce request
- * above PROXY_STREAM_MIN_REQUEST streams upstream as it arrives (stream.c); other
- * requests wait until whole (limits.max_frame_bytes). Returns -1 when the
- * connection is closing.
- */
-static int client_frames(struct proxy_conn *c, bool all)
+/* ---- framing, one loop for both directions --------------------------------
+ *
+ * Frames read from one side are forwarded to the other: whole (a request or
+ * response syncgate reads, up to limits.max_frame_bytes) or, above the
+ * direction's streaming size, as they arrive (stream.c, stream_tx.c). A
+ * direction says where it reads, when it may, and how it streams. */
+struct frame_dir {
+	const char *side;                       /* for frame_refused: "client", "upstream" */
+	size_t stream_min;                      /* frames above this may stream */
+	size_t max_from;                        /* limits.max_frame_bytes applies above this size */
+	struct evbuffer *(*input)(struct proxy_conn *c);
+	bool (*may_read)(const struct proxy_conn *c, bool all);
+	bool (*streaming)(const struct proxy_conn *c); /* a frame is streaming: pump it */
+	int (*pump)(struct proxy_conn *c);      /* 1 progress, 0 waits, -1 closing */
+	int (*stream_start)(struct proxy_conn *c, struct evbuffer *in, size_t size); /* 1, 0, 2 whole, -1 */
+	int (*handle)(struct proxy_conn *c, struct evbuffer *in, size_t size);      /* 0, -1 */
+	enum proxy_close_cause negative, malformed, refused;
+	bool count_malformed;                   /* a frame handle() refuses counts in m_rejected_frames */
+	const char *refused_hint;               /* NULL: frame_hint() */
+};
+
+enum frames_end {
+	FRAMES_DONE,        /* no whole frame left, or reading stopped (paused, state) */
+	FRAMES_PUMP_WAITS,  /* a streaming frame waits for bytes, the peer or the kernel */
+	FRAMES_CLOSED,      /* the connection is closing */
+};
+
+static struct evbuffer *client_input(struct proxy_conn *c)
 {
-	struct evbuffer *in = bufferevent_get_input(c->client);
-	while ((all || !c->client_paused) &&
+	return bufferevent_get_input(c->client);
+}
+
+static struct evbuffer *upstream_input(struct proxy_conn *c)
+{
+	return bufferevent_get_input(c->upstream);
+}
+
+/* While not paused, or all of them (`all`: the client closed, nothing more will come). */
+static bool client_may_read(const struct proxy_conn *c, bool all)
+{
+	return (all || !c->client_paused) && (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
+					      c->state == PROXY_CONN_LINGERING);
+}
+
+static bool upstream_may_read(const struct proxy_conn *c, bool all)
+{
+	(void)all;
+	return c->upstream && !c->upstream_paused &&
 	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
-		c->state == PROXY_CONN_LINGERING)) {
-		if (c->tx.state != PROXY_RX_FRAME) {
-			int rc = proxy_tx_pump(c);
+		c->state == PROXY_CONN_LINGERING || c->state == PROXY_CONN_HALF_CLOSED);
+}
+
+static bool tx_streaming(const struct proxy_conn *c)
+{
+	return c->tx.state != PROXY_RX_FRAME;
+}
+
+static bool rx_streaming(const struct proxy_conn *c)
+{
+	return c->rx.state != PROXY_RX_FRAME;
+}
+
+/* A lingering connection (its client gone) forwards what is left whole. */
+static int tx_stream_start(struct proxy_conn *c, struct evbuffer *in, size_t size)
+{
+	(void)in;
+	return c->state == PROXY_CONN_LINGERING ? 2 : proxy_tx_start(c, size);
+}
+
+/* Requests, client → broker: a Produce above PROXY_STREAM_MIN_REQUEST streams. */
+static const struct frame_dir to_broker = {
+	"client", PROXY_STREAM_MIN_REQUEST, 0, client_input, client_may_read, tx_streaming, proxy_tx_pump,
+	tx_stream_start, proxy_request_handle, PROXY_CLOSE_CLIENT_FRAME_REFUSED,
+	PROXY_CLOSE_CLIENT_FRAME_MALFORMED, PROXY_CLOSE_CLIENT_FRAME_REFUSED, true, NULL,
+};
+
+/* Responses, broker → client: above PROXY_STREAM_MIN they stream unless rewritten whole. */
+static const struct frame_dir to_client = {
+	"upstream", PROXY_STREAM_MIN, PROXY_STREAM_MIN, upstream_input, upstream_may_read, rx_streaming,
+	proxy_rx_pump, proxy_response_stream_start, proxy_response_handle, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED,
+	PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED, PROXY_CLOSE_UPSTREAM_FRAME_REFUSED, false,
+	"a response syncgate rewrites, above limits.max_frame_bytes",
+};
+
+/* Forward the frames waiting from direction `d`'s side. The flow (backpressure)
+ * is re-checked after each, unless `all` (the client closed). */
+static enum frames_end frames(struct proxy_conn *c, const struct frame_dir *d, bool all)
+{
+	while (d->may_read(c, all)) {
+		struct evbuffer *in = d->input(c);
+		if (d->streaming(c)) {
+			int rc = d->pump(c);
 			if (rc < 0)
-				return -1;
+				return FRAMES_CLOSED;
 			if (!all)
-				proxy_conn_update_flow(c);
+				proxy_conn_update_flow(c); /* the window: pause the sender past it */
 			if (rc == 0)
-				break;
+				return FRAMES_PUMP_WAITS;
 			continue;
 		}
 		size_t avail = evbuffer_get_length(in);
@@ -629,37 +706,45 @@ static int client_frames(struct proxy_conn *c, bool all)
 		evbuffer_copyout(in, b, 4);
 		int32_t size = frame_size(b);
 		if (size < 0) {
-			frame_refused(c, "client", size, b, NULL);
-			proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_REFUSED);
-			return -1;
+			frame_refused(c, d->side, size, b, NULL);
+			proxy_conn_close(c, d->negative);
+			return FRAMES_CLOSED;
 		}
-		if ((size_t)size > PROXY_STREAM_MIN_REQUEST && c->state != PROXY_CONN_LINGERING) {
-			int rc = proxy_tx_start(c, (size_t)size);
+		if ((size_t)size > d->stream_min) {
+			int rc = d->stream_start(c, in, (size_t)size);
 			if (rc < 0) {
-				proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_MALFORMED);
-				return -1;
+				proxy_conn_close(c, d->malformed);
+				return FRAMES_CLOSED;
 			}
 			if (rc == 0)
 				break;
 			if (rc == 1)
 				continue;
 		}
-		if (size > c->srv->conf->max_frame_bytes) {
-			frame_refused(c, "client", size, b, NULL);
-			proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_REFUSED);
-			return -1;
+		if ((size_t)size > d->max_from && size > c->srv->conf->max_frame_bytes) {
+			frame_refused(c, d->side, size, b, d->refused_hint);
+			proxy_conn_close(c, d->refused);
+			return FRAMES_CLOSED;
 		}
 		if (avail < (size_t)size + 4)
 			break;
-		if (proxy_request_handle(c, in, (size_t)size) < 0) {
-			metric_add(m_rejected_frames, 1);
-			proxy_conn_close(c, PROXY_CLOSE_CLIENT_FRAME_MALFORMED);
-			return -1;
+		if (d->handle(c, in, (size_t)size) < 0) {
+			if (d->count_malformed)
+				metric_add(m_rejected_frames, 1);
+			proxy_conn_close(c, d->malformed);
+			return FRAMES_CLOSED;
 		}
 		if (!all)
 			proxy_conn_update_flow(c);
 	}
-	return c->state == PROXY_CONN_CLOSING ? -1 : 0;
+	return FRAMES_DONE;
+}
+
+/* The client's frames (`all`: it closed). -1 when the connection is closing. */
+static int client_frames(struct proxy_conn *c, bool all)
+{
+	enum frames_end r = frames(c, &to_broker, all);
+	return r == FRAMES_CLOSED || c->state == PROXY_CONN_CLOSING ? -1 : 0;
 }
 
 /* Handle the frames waiting in the client input (c->ops: after a splice run). */
@@ -775,56 +860,8 @@ static bool client_half_close(struct proxy_conn *c)
  */
 static void conn_upstream_frames(struct proxy_conn *c)
 {
-	while (c->upstream && !c->upstream_paused &&
-	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
-		c->state == PROXY_CONN_LINGERING || c->state == PROXY_CONN_HALF_CLOSED)) {
-		struct evbuffer *in = bufferevent_get_input(c->upstream);
-		if (c->rx.state != PROXY_RX_FRAME) {
-			int rc = proxy_rx_pump(c);
-			if (rc < 0)
-				return; /* closing */
-			proxy_conn_update_flow(c); /* the window: pause the broker past it */
-			if (rc == 0)
-				return; /* waiting for bytes, the client or the kernel */
-			continue;
-		}
-		size_t avail = evbuffer_get_length(in);
-		if (avail < 4)
-			break;
-		uint8_t b[4];
-		evbuffer_copyout(in, b, 4);
-		int32_t size = frame_size(b);
-		if (size < 0) {
-			frame_refused(c, "upstream", size, b, NULL);
-			proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
-			return;
-		}
-		if ((size_t)size > PROXY_STREAM_MIN) {
-			int rc = proxy_response_stream_start(c, in, (size_t)size);
-			if (rc < 0) {
-				proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
-				return;
-			}
-			if (rc == 0)
-				break;
-			if (rc == 1)
-				continue;
-			if (size > c->srv->conf->max_frame_bytes) {
-				frame_refused(c, "upstream", size, b,
-					      "a response syncgate rewrites, above limits.max_frame_bytes");
-				proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_REFUSED);
-				return;
-			}
-		}
-		if (avail < (size_t)size + 4)
-			break;
-		if (proxy_response_handle(c, in, (size_t)size) < 0) {
-			proxy_conn_close(c, PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
-			return;
-		}
-		proxy_conn_update_flow(c);
-	}
-	linger_check(c);
+	if (frames(c, &to_client, false) == FRAMES_DONE)
+		linger_check(c);
 }
 
 static void upstream_read_cb(struct bufferevent *bev, void *arg)
