@@ -56,3 +56,25 @@ void pair_fini(struct fixture *f)
 	if (f->up >= 0)
 		close(f->up);
 }
+
+void pair_gate_progress(struct fixture *f, int32_t npartitions, int64_t progress)
+{
+	if (!f->srv.gate)
+		f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
+	cr_assert_not_null(f->srv.gate);
+	for (int32_t p = 0; p < npartitions; p++) {
+		struct mirror_report r = {
+			.mirror = "dr", .topic = "orders", .partition = p, .npartitions = npartitions,
+			.progress = progress, .source_hw = progress, .source_hw_after = progress, .isr = 3,
+			.min_isr = 2,
+		};
+		cr_assert(eq(int, mirror_gate_inject_report(f->srv.gate, &r), 0));
+	}
+	for (int i = 0; i < 8; i++)
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+	for (int32_t p = 0; p < npartitions; p++) {
+		int64_t mhw = -1;
+		cr_assert(eq(int, mirror_gate_mirrored_hw(f->srv.gate, "orders", p, &mhw), 1), "orders[%d] gated", p);
+		cr_assert(eq(i64, mhw, progress), "orders[%d] mirrored HW", p);
+	}
+}

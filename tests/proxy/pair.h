@@ -24,4 +24,20 @@ void pair_init(struct fixture *f, const char *yaml);
  * test's ends still open. */
 void pair_fini(struct fixture *f);
 
+/* The mirror this fixture's configs name: `dr`, with `orders` desired SYNC
+ * (the YAML below, plus any settings after it, e.g. limits). */
+#define PAIR_GATED_YAML \
+	"mode: sidecar\n" \
+	"listen:\n  kafka: 127.0.0.1:19092\n" \
+	"upstream:\n  broker: 127.0.0.1:9092\n" \
+	"mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [orders]\n"
+
+/*
+ * Give the pair a gate without worker threads (freed by pair_fini) unless it
+ * has one, and make mirror dr's progress on partitions 0..npartitions-1 of
+ * `orders` `progress` (an injected report, confirmed by the source as the
+ * gate requires): afterwards the mirrored HW of each is `progress`.
+ */
+void pair_gate_progress(struct fixture *f, int32_t npartitions, int64_t progress);
+
 #endif

@@ -12,12 +12,7 @@
 
 #include "pair.h"
 
-static const char *yaml =
-	"mode: sidecar\n"
-	"listen:\n  kafka: 127.0.0.1:19092\n"
-	"upstream:\n  broker: 127.0.0.1:9092\n"
-	"advertise:\n  template: \"127.0.0.1:19092\"\n"
-	"mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [orders]\n";
+static const char *yaml = PAIR_GATED_YAML "advertise:\n  template: \"127.0.0.1:19092\"\n";
 
 #define PAYLOAD 100   /* record bytes per batch after its 61-byte header */
 #define BATCH (61 + PAYLOAD)
@@ -30,24 +25,13 @@ static void loop_once(struct fixture *f)
 /* The mirror's progress on orders[0] (the mirrored HW) becomes `progress`. */
 static void set_progress(struct fixture *f, int64_t progress)
 {
-	struct mirror_report r = {
-		.mirror = "dr", .topic = "orders", .partition = 0, .npartitions = 1,
-		.progress = progress, .source_hw = progress, .source_hw_after = progress, .isr = 3, .min_isr = 2,
-	};
-	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(f->srv.gate, &r)), (int64_t)(0)));
-	for (int i = 0; i < 8; i++)
-		loop_once(f);
-	int64_t mhw = -1;
-	cr_assert(eq(i64, (int64_t)(mirror_gate_mirrored_hw(f->srv.gate, "orders", 0, &mhw)), (int64_t)(1)));
-	cr_assert(eq(i64, (int64_t)(mhw), (int64_t)(progress)));
+	pair_gate_progress(f, 1, progress);
 }
 
 /* The pair with a gate (freed by pair_fini): orders[0] SYNC on mirror dr at `progress`. */
 static void fixture_init(struct fixture *f, int64_t progress)
 {
 	pair_init(f, yaml);
-	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
-	cr_assert_not_null(f->srv.gate);
 	set_progress(f, progress);
 }
 

@@ -709,12 +709,8 @@ Test(proxy_stream, malformed_streamed_produce_logs_its_offset)
 
 /* ---- the consumer clamp as the frame streams --------------------- */
 
-static const char *clamp_yaml =
-	"mode: sidecar\n"
-	"listen:\n  kafka: 127.0.0.1:19092\n"
-	"upstream:\n  broker: 127.0.0.1:9092\n"
+static const char *clamp_yaml = PAIR_GATED_YAML
 	"advertise:\n  template: \"" ADVERTISED ":19092\"\n"
-	"mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [orders]\n"
 	"limits:\n  max_frame_bytes: 100000\n";
 
 #define MHW 300       /* the mirrored high watermark of both partitions */
@@ -852,21 +848,7 @@ static void client_fetch12(struct fixture *f, int32_t correlation_id)
 static void clamp_fixture_at(struct fixture *f, int64_t mhw_want)
 {
 	pair_init(f, clamp_yaml);
-	struct mirror_gate *g = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
-	cr_assert_not_null(g);
-	f->srv.gate = g;
-	for (int p = 0; p < 2; p++) {
-		struct mirror_report r = {
-			.mirror = "dr", .topic = "orders", .partition = p, .npartitions = 2,
-			.progress = mhw_want, .source_hw = mhw_want, .source_hw_after = mhw_want, .isr = 3, .min_isr = 2,
-		};
-		cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r)), (int64_t)(0)));
-		for (int i = 0; i < 4; i++)
-			loop_once(f);
-	}
-	int64_t mhw = -1;
-	cr_assert(eq(i64, (int64_t)(mirror_gate_mirrored_hw(g, "orders", 0, &mhw)), (int64_t)(1)));
-	cr_assert(eq(i64, (int64_t)(mhw), (int64_t)(mhw_want)));
+	pair_gate_progress(f, 2, mhw_want);
 }
 
 static void clamp_fixture(struct fixture *f)

@@ -108,12 +108,7 @@ Test(topic_ids, grows_and_keeps_every_pair)
 
 /* ---- the lookup ahead of a Fetch, on a connection ------------------------ */
 
-static const char *yaml =
-	"mode: sidecar\n"
-	"listen:\n  kafka: 127.0.0.1:19092\n"
-	"upstream:\n  broker: 127.0.0.1:9092\n"
-	"advertise:\n  template: \"127.0.0.1:19092\"\n"
-	"mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [orders]\n";
+static const char *yaml = PAIR_GATED_YAML "advertise:\n  template: \"127.0.0.1:19092\"\n";
 
 struct buf {
 	uint8_t p[4096];
@@ -337,19 +332,7 @@ Test(topic_lookup, ids_met_unresolved_in_a_response_are_asked_ahead_of_the_next_
 static void gate_fixture(struct fixture *f)
 {
 	pair_init(f, yaml);
-	struct mirror_gate *g = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
-	cr_assert_not_null(g);
-	f->srv.gate = g;
-	struct mirror_report r = {
-		.mirror = "dr", .topic = "orders", .partition = 0, .npartitions = 1,
-		.progress = 50, .source_hw = 50, .source_hw_after = 50, .isr = 3, .min_isr = 2,
-	};
-	cr_assert(eq(i64, (int64_t)(mirror_gate_inject_report(g, &r)), (int64_t)(0)));
-	for (int i = 0; i < 4; i++)
-		event_base_loop(f->base, EVLOOP_NONBLOCK);
-	int64_t mhw = -1;
-	cr_assert(eq(i64, (int64_t)(mirror_gate_mirrored_hw(g, "orders", 0, &mhw)), (int64_t)(1)));
-	cr_assert(eq(i64, (int64_t)(mhw), (int64_t)(50)));
+	pair_gate_progress(f, 1, 50);
 }
 
 Test(topic_lookup, unresolved_id_is_withheld_only_while_it_may_be_a_gated_topic)
