@@ -34,7 +34,7 @@ import pytest
 from clientrun import CLIENTS_CACHE, CLIENTS_DIR, LineClient, install
 from kafkabed import wait_until
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import effective
+from sghelpers import effective
 from test_gate_clients import Lagger, check_on_both, gated
 
 pytestmark = pytest.mark.kafka

@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, TopicPartition
 from kafkabed import wait_until
 from rawkafka import RawClient, Reader, TAGS0, i32, string, uvarint
 from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import effective
+from sghelpers import effective, gated_topic
 
 pytestmark = pytest.mark.kafka
 
@@ -98,14 +98,6 @@ def java_consumer(clamp_classes, bootstrap, topic, expect, start=None, total_ms=
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def gated_topic(source, dest, make_syncgate, make_testmirror, topic, mirrors=None, **sgkw):
-    source.create_topic(topic, partitions=1)
-    dest.create_topic(topic, partitions=1)
-    mirror = make_testmirror([topic])
-    sg = make_syncgate(source, mirrors=mirrors or [mirror_conf("dr", dest, [topic])], **sgkw)
-    wait_until(lambda: effective(sg, "dr", topic) == "SYNC", timeout=60,
-               what=f"dr/{topic} effective SYNC")
-    return sg, mirror
 
 
 def progress(sg, mirror: str, topic: str, partition: int = 0) -> int:
@@ -274,7 +266,7 @@ def test_two_mirrors_slower_one_clamps_released_never(make_syncgate, make_testmi
     """Two SYNC mirrors: consumers follow the slower one. A mirror that is
     only ASYNC for the topic never clamps; once the slow one is released
     (--release-sync), it no longer clamps either and a held Fetch completes."""
-    from test_lifecycle import call, lifecycle_extra, wait_state, write_token
+    from sghelpers import call, lifecycle_extra, wait_state, write_token
     dest2 = make_cluster("clamp-dest2", brokers=1)
     source.create_topic(topic_name, partitions=1)
     dest.create_topic(topic_name, partitions=1)

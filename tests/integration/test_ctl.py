@@ -15,18 +15,9 @@ import pytest
 
 from kafkabed import REPO, wait_until
 from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_lifecycle import describe, start, topic_state, wait_state, write_token
+from sghelpers import describe, start, topic_state, wait_state, write_token
 
-CTL = os.environ.get("SYNCGATE_CTL", os.path.join(REPO, "build", "proxy", "syncgate-ctl"))
-
-
-def ctl(sg, *args, token=True, timeout=60):
-    argv = [CTL, "--admin", f"127.0.0.1:{sg.admin_port}"]
-    if token and getattr(sg, "token_file", None):
-        argv += ["--token-file", sg.token_file]
-    env = {k: v for k, v in os.environ.items() if k != "SYNCGATE_TOKEN_FILE"}
-    p = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=timeout, env=env)
-    return p.returncode, p.stdout, p.stderr
+from sghelpers import CTL, ctl  # noqa: F401 - shared
 
 
 def sidecar(bed, make_syncgate, source, dest, topics, token=True, **mirror_extra):

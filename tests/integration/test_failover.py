@@ -31,8 +31,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafkabed import wait_until
 from rawkafka import RawClient
 from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_ctl import ctl
-from test_lifecycle import call, start, topic_state, wait_state, write_token
+from sghelpers import ctl
+from sghelpers import call, start, topic_state, wait_state, write_token
 
 pytestmark = pytest.mark.kafka
 

@@ -35,8 +35,8 @@ from consumecheck import ConsumeCheck, Reader, compile_java
 from faultdriver import FaultRun
 from kafkabed import wait_until
 from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_ctl import ctl
-from test_lifecycle import describe, lifecycle_extra, start, wait_state, write_token
+from sghelpers import ctl
+from sghelpers import describe, lifecycle_extra, start, wait_state, write_token
 from test_observability import reload
 
 PARTITIONS = 3

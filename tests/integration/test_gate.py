@@ -15,30 +15,8 @@ from kafkabed import wait_until
 from rawkafka import RawClient
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
 
-TIMEOUT_CODE, REMOTE_CODE, NOT_ENOUGH_REPLICAS_AFTER_APPEND = 190, 191, 20
-
-
-def effective(sg, mirror: str, topic: str) -> str:
-    _, body = sg.http(f"/v1/mirrors?mirror={mirror}&topic={topic}")
-    for m in json.loads(body)["mirrors"]:
-        for t in m["topics"]:
-            if t["topic"] == topic:
-                return t["effective"]
-    return "UNKNOWN"
-
-
-def wait_sync(sg, mirror: str, topic: str, timeout: float = 60):
-    wait_until(lambda: effective(sg, mirror, topic) == "SYNC", timeout=timeout,
-               what=f"{mirror}/{topic} promoted to effective SYNC")
-
-
-def gated_setup(bed_source, dest, make_syncgate, make_testmirror, topic, partitions=2, **gate):
-    bed_source.create_topic(topic, partitions=partitions)
-    dest.create_topic(topic, partitions=partitions)
-    mirror = make_testmirror([topic])
-    sg = make_syncgate(bed_source, mirrors=[mirror_conf("dr", dest, [topic])], gate=gate)
-    wait_sync(sg, "dr", topic)
-    return sg, mirror
+from sghelpers import (NOT_ENOUGH_REPLICAS_AFTER_APPEND, REMOTE_CODE, TIMEOUT_CODE,  # noqa: F401 - shared
+                       effective, gated_setup, gated_topic, wait_sync)
 
 
 def test_every_ack_is_on_the_destination(make_syncgate, make_testmirror, source, dest,

@@ -27,7 +27,7 @@ from confluent_kafka import KafkaError, Producer
 
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import effective  # noqa: E402
+from sghelpers import effective, gated_topic  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 
@@ -96,13 +96,7 @@ public class AckCheck {
 
 
 def gated(source, dest, make_syncgate, make_testmirror, topic, partitions=2):
-    source.create_topic(topic, partitions=partitions)
-    dest.create_topic(topic, partitions=partitions)
-    mirror = make_testmirror([topic])
-    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic])])
-    wait_until(lambda: effective(sg, "dr", topic) == "SYNC", timeout=60,
-               what=f"dr/{topic} effective SYNC")
-    return sg, mirror
+    return gated_topic(source, dest, make_syncgate, make_testmirror, topic, partitions=partitions)
 
 
 class Lagger:

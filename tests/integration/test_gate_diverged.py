@@ -14,7 +14,7 @@ import time
 
 from kafkabed import wait_until
 from rawkafka import RawClient
-from test_gate import NOT_ENOUGH_REPLICAS_AFTER_APPEND, gated_setup
+from sghelpers import NOT_ENOUGH_REPLICAS_AFTER_APPEND, gated_setup
 from sgfixture import make_syncgate  # noqa: F401 - fixture
 
 RETRIABLE_WHILE_RECREATED = (3, 6)  # UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER

@@ -10,7 +10,7 @@ import time
 
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import wait_sync
+from sghelpers import wait_sync
 
 IDLE_MS = 8000
 NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20

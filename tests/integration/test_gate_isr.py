@@ -23,7 +23,7 @@ from confluent_kafka.admin import ConfigResource
 from kafkabed import wait_until
 from rawkafka import RawClient, produce_body, record_batch
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import effective  # noqa: E402
+from sghelpers import effective  # noqa: E402
 
 pytestmark = pytest.mark.kafka
 

@@ -23,78 +23,8 @@ from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixt
 
 # -- helpers ------------------------------------------------------------------
 
-def write_token(bed, token: str = None) -> str:
-    token = token or uuid.uuid4().hex
-    path = os.path.join(bed.run_dir, f"token-{uuid.uuid4().hex[:6]}")
-    with open(path, "w") as f:
-        f.write(token + "\n")
-    return path
-
-
-def lifecycle_extra(state_topic: str, token_file: str = None) -> dict:
-    """`extra` for make_syncgate: a private state topic and an admin token."""
-    admin = {"listen": f"127.0.0.1:{free_port()}"}
-    if token_file:
-        admin["token_file"] = token_file
-    return {"state": {"topic": state_topic, "replication_factor": 1}, "admin": admin}
-
-
-def start(make_syncgate, source, mirrors, state_topic, token_file, name=None):
-    sg = make_syncgate(source, mirrors=mirrors, extra=lifecycle_extra(state_topic, token_file), name=name)
-    sg.token_file = token_file
-    wait_until(lambda: describe(sg).get("state_ready"), timeout=30, what=f"{sg.name} read the state log")
-    return sg
-
-
-def describe(sg) -> dict:
-    status, body = sg.http("/v1/mirrors")
-    assert status == 200, body
-    return json.loads(body)
-
-
-def topic_state(sg, mirror: str, topic: str) -> dict:
-    for m in describe(sg)["mirrors"]:
-        if m["name"] == mirror:
-            for t in m["topics"]:
-                if t["topic"] == topic:
-                    return t
-    return {}
-
-
-def wait_state(sg, mirror, topic, timeout=60, **want):
-    def ok():
-        t = topic_state(sg, mirror, topic)
-        return all(t.get(k) == v for k, v in want.items())
-    wait_until(ok, timeout=timeout, what=f"{sg.name} {mirror}/{topic} {want} "
-                                         f"(now {topic_state(sg, mirror, topic)})")
-
-
-def call(sg, path: str, body: dict, token: bool = True) -> tuple[int, dict]:
-    req = urllib.request.Request(f"http://127.0.0.1:{sg.admin_port}{path}",
-                                 data=json.dumps(body).encode(), method="POST",
-                                 headers={"Content-Type": "application/json"})
-    if token:
-        with open(sg.token_file) as f:
-            req.add_header("Authorization", "Bearer " + f.read().strip())
-    try:
-        with urllib.request.urlopen(req, timeout=30) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}")
-
-
-def results(doc: dict) -> dict:
-    return {t["topic"]: t["result"] for t in doc.get("topics", [])}
-
-
-def state_records(source, state_topic: str) -> list[dict]:
-    hw = source.high_watermark(state_topic, 0)
-    return [json.loads(r.value) for r in source.consume(state_topic, 0, end=hw)] if hw else []
-
-
-def setup_topic(source, dest, topic, partitions=2):
-    source.create_topic(topic, partitions=partitions)
-    dest.create_topic(topic, partitions=partitions)
+from sghelpers import (call, describe, lifecycle_extra, results, setup_topic,  # noqa: F401 - shared
+                       start, state_records, topic_state, wait_state, write_token)
 
 
 # -- tests --------------------------------------------------------------------

@@ -21,7 +21,7 @@ import pytest
 
 from kafkabed import wait_until
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_ctl import ctl
+from sghelpers import ctl
 
 pytestmark = pytest.mark.kafka
 

@@ -27,7 +27,7 @@ from confluent_kafka import KafkaException, Producer
 from kafkabed import wait_until
 from rawkafka import RawClient, i32, parse_produce_response, produce_body, record_batch, request_header
 from sgfixture import SYNCGATE_BIN, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import gated_setup
+from sghelpers import gated_setup
 
 def readyz(sg) -> tuple[int, str]:
     return sg.http("/readyz")

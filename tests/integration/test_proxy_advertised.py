@@ -17,7 +17,7 @@ import uuid
 from kafkabed import Mirror, wait_until
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import wait_sync
+from sghelpers import wait_sync
 
 
 def advertise_on(cluster, broker_id: int, host: str) -> None:

@@ -16,7 +16,7 @@ from kafkabed import wait_until
 from rawkafka import (TAGS0, RawClient, array, i8, i32, parse_api_versions, parse_metadata_v12,
                       parse_produce_response, produce_body, record_batch, request_header, string)
 from sgfixture import make_syncgate  # noqa: F401 - fixture
-from test_gate import gated_setup
+from sghelpers import gated_setup
 
 
 def acks0_write(topic: str, value: bytes) -> bytes:

@@ -16,7 +16,7 @@ import pytest
 from kafkabed import wait_until
 from rawkafka import RawClient, produce_body, record_batch
 from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate import NOT_ENOUGH_REPLICAS_AFTER_APPEND, wait_sync
+from sghelpers import NOT_ENOUGH_REPLICAS_AFTER_APPEND, gated_topic, wait_sync
 
 
 def fds(pid: int) -> int:
@@ -32,12 +32,7 @@ def rss_kb(pid: int) -> int:
 
 
 def gated(source, dest, make_syncgate, make_testmirror, topic, **kw):
-    source.create_topic(topic, partitions=1)
-    dest.create_topic(topic, partitions=1)
-    mirror = make_testmirror([topic], source=source, dest=dest)
-    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic])], **kw)
-    wait_sync(sg, "dr", topic)
-    return sg, mirror
+    return gated_topic(source, dest, make_syncgate, make_testmirror, topic, **kw)
 
 
 # -- backpressure -------------------------------------------------------------------

@@ -309,7 +309,7 @@ def test_exempt_sasl_principal_is_not_clamped(make_syncgate, make_testmirror, se
     and raw SCRAM tokens."""
     from confluent_kafka import Consumer, TopicPartition
     from sgfixture import mirror_conf
-    from test_gate import effective
+    from sghelpers import effective
 
     def sasl(user):
         return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": mechanism,

@@ -20,7 +20,7 @@ import pytest
 from kafkabed import wait_until
 from rawkafka import RawClient
 from sgfixture import KAFKA_LIBS, free_port, make_syncgate, mirror_conf  # noqa: F401
-from test_gate import wait_sync
+from sghelpers import wait_sync
 
 
 def free_base_port(n: int) -> int:

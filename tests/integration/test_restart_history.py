@@ -29,8 +29,8 @@ from confluent_kafka import Producer
 from kafkabed import wait_until
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_ctl import ctl
-from test_lifecycle import describe, start, state_records, topic_state, wait_state, write_token
+from sghelpers import ctl
+from sghelpers import describe, start, state_records, topic_state, wait_state, write_token
 from test_observability import reload
 
 TIMEOUT_MS = 8000

@@ -34,8 +34,8 @@ from kafkabed import REPO, wait_until
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import SYNCGATE_BIN, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_proxy_security import kcat, make_pki
-from test_gate import NOT_ENOUGH_REPLICAS_AFTER_APPEND, wait_sync
-from test_lifecycle import describe, lifecycle_extra, write_token
+from sghelpers import NOT_ENOUGH_REPLICAS_AFTER_APPEND, wait_sync
+from sghelpers import describe, lifecycle_extra, write_token
 
 CTL = os.environ.get("SYNCGATE_CTL", os.path.join(REPO, "build", "proxy", "syncgate-ctl"))
 

@@ -26,7 +26,7 @@ import pytest
 
 from kafkabed import REPO, wait_until
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_lifecycle import describe, lifecycle_extra, topic_state, write_token
+from sghelpers import describe, lifecycle_extra, topic_state, write_token
 from test_proxy_security import kcat
 from test_security import _ctl, _secret_file, pki  # noqa: F401 - fixture
 

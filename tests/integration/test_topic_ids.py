@@ -23,7 +23,7 @@ import pytest
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_consumer_clamp import progress
-from test_gate import wait_sync
+from sghelpers import wait_sync
 
 pytestmark = pytest.mark.kafka
 
@@ -348,7 +348,7 @@ def test_fence_refuses_produce_v13_naming_an_id_the_sidecar_never_saw(bed, make_
     and the retry is refused by name as fenced."""
     from rawkafka import RawClient
     from test_failover import NOT_ENOUGH_REPLICAS, sidecar
-    from test_lifecycle import call
+    from sghelpers import call
     source.create_topic(topic_name, partitions=1)
     dest.create_topic(topic_name, partitions=1)
     make_testmirror([topic_name])
