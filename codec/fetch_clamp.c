@@ -273,8 +273,10 @@ static void walk_records(const struct codec_reader *r, size_t off, size_t len, i
 		peek(r, off + pos, h, avail);
 		struct codec_batch_head b;
 		codec_batch_peek(h, avail, left, &b);
-		if (b.base >= 0 && b.last >= b.base && b.last + 1 > p->records_end)
-			p->records_end = b.last + 1;
+		/* one past the batch's last offset (INT64_MAX stays: a corrupt header) */
+		int64_t end = b.last < INT64_MAX ? b.last + 1 : INT64_MAX;
+		if (b.base >= 0 && b.last >= b.base && end > p->records_end)
+			p->records_end = end;
 		if (!dropping && codec_batch_kept(&b, limit)) {
 			p->kept_len = pos + b.total;
 			p->batches_kept++;

@@ -168,8 +168,9 @@ static void cl_mask(struct proxy_conn *c, const uint8_t *h, size_t left)
 /* Batch `b` of the current partition was seen: one past its last offset. */
 static void cl_note_end(struct proxy_rx *rx, const struct codec_batch_head *b)
 {
-	if (b->base >= 0 && b->last >= b->base && b->last + 1 > rx->cl_end)
-		rx->cl_end = b->last + 1;
+	int64_t end = b->last < INT64_MAX ? b->last + 1 : INT64_MAX; /* a corrupt header stays in range */
+	if (b->base >= 0 && b->last >= b->base && end > rx->cl_end)
+		rx->cl_end = end;
 }
 
 /* The records of a clamped partition: judge the next batch, or drain what is
