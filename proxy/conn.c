@@ -639,8 +639,8 @@ static struct evbuffer *upstream_input(struct proxy_conn *c)
 /* While not paused, or all of them (`all`: the client closed, nothing more will come). */
 static bool client_may_read(const struct proxy_conn *c, bool all)
 {
-	return (all || !c->client_paused) && (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING ||
-					      c->state == PROXY_CONN_LINGERING);
+	return c->client && (all || !c->client_paused) &&
+	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING || c->state == PROXY_CONN_LINGERING);
 }
 
 static bool upstream_may_read(const struct proxy_conn *c, bool all)
