@@ -102,7 +102,7 @@ if [ $integ -eq 1 ]; then
   export SG_STATE_HOME="/tmp/syncgate-testbed/pytest.$$"
   # a hung test fails after SG_TEST_TIMEOUT seconds instead of eating CI's budget
   tmo=(); "$PY" -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout "${SG_TEST_TIMEOUT:-600}")
-  "$PY" -m pytest -v -p no:cacheprovider --junitxml="$junit" "${tmo[@]+"${tmo[@]}"}" tests/integration \
+  "$PY" -m pytest -v -p no:cacheprovider --durations=25 --junitxml="$junit" "${tmo[@]+"${tmo[@]}"}" tests/integration \
     "${pytest_args[@]+"${pytest_args[@]}"}"
   rc=$?
   read -r ip if_ < <("$PY" - "$junit" <<'EOF'
@@ -118,6 +118,18 @@ sk = sum(int(s.get("skipped", 0)) for s in suites)
 print(t - f - sk, f)
 EOF
 )
+  # where the suite's time goes, per test file (the slowest tests are above)
+  "$PY" - "$junit" <<'EOF' || true
+import collections, sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    sys.exit()
+per = collections.Counter()
+for tc in root.iter("testcase"):
+    per[tc.get("classname", "?").rsplit(".", 1)[-1]] += float(tc.get("time", 0))
+print("time per test file (s):", ", ".join(f"{f} {t:.0f}" for f, t in per.most_common()))
+EOF
   rm -f "$junit"
   passed=$((passed + ip)); failed=$((failed + if_))
   notes+=("integration tests: $ip passed, $if_ failed")
