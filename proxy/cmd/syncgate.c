@@ -28,7 +28,7 @@
 #include <event2/thread.h>
 #include <openssl/ssl.h>
 
-#include "proxy/admin.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 
 struct syncgate {

@@ -34,7 +34,7 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
-#include "proxy/admin.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"
 

@@ -24,7 +24,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "proxy/admin.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"
 

@@ -25,7 +25,7 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
-#include "proxy/admin.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 
 #define ADMIN_API_MAX_BODY 65536
