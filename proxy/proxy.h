@@ -365,8 +365,8 @@ struct proxy_server {
 	 * conn_closed: conn.c after a free; resume_paused: fifo.c, hold.c,
 	 * clamp.c, conn.c when held or queued bytes went down. */
 	void (*conn_progress)(struct proxy_server *srv, struct proxy_conn *c);
-	/* conn.c after a failed connect to upstream.broker: admin.c probes it
-	 * now (registered by proxy_admin_new; NULL without it) */
+	/* conn.c after a failed connect to upstream.broker: the admin plane
+	 * probes it now (proxy_server_on_upstream_connect_failed; NULL without it) */
 	void (*upstream_connect_failed)(void *arg);
 	void *upstream_connect_failed_arg;
 	void (*conn_closed)(struct proxy_server *srv);
@@ -393,6 +393,39 @@ void proxy_server_shutdown(struct proxy_server *srv, int grace_ms);
 /** Apply a reloaded config (limits, timeouts, TLS files). Loop thread. */
 int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf);
 
+/*
+ * What the admin plane (proxy/admin/) and the programs read of the server;
+ * they never read struct proxy_server itself. Loop thread, all of them.
+ */
+/**
+ * The configuration the server runs with: proxy_server_new's, then the last
+ * one proxy_server_reconfigure applied. Borrowed (its caller owns it): read it
+ * again after a reload instead of keeping it.
+ */
+const struct conf *proxy_server_conf(const struct proxy_server *srv);
+/** The server's resolver for upstream host names (on the server's loop); owned by the server. */
+struct evdns_base *proxy_server_dns(const struct proxy_server *srv);
+/** Whether proxy_server_shutdown was called (listeners stopped, connections draining). */
+bool proxy_server_shutting_down(const struct proxy_server *srv);
+/**
+ * Whether the server has a Kafka listener (the sidecar's, or the gateway's
+ * bootstrap listener and node listeners); one paused by
+ * proxy_listeners_set_upstream still counts.
+ */
+bool proxy_server_has_listener(const struct proxy_server *srv);
+/** Client connection pairs accepted and not yet freed. */
+size_t proxy_server_nconns(const struct proxy_server *srv);
+/**
+ * Have `fn(arg)` called each time a client's connect to upstream.broker
+ * fails (connections of node id -1 listeners; the admin plane probes it at
+ * once), replacing an earlier registration. `arg` is borrowed until
+ * proxy_server_off_upstream_connect_failed or proxy_server_free.
+ */
+void proxy_server_on_upstream_connect_failed(struct proxy_server *srv, void (*fn)(void *arg),
+					     void *arg);
+/** Drop the registration made with `arg`; nothing when another one replaced it. */
+void proxy_server_off_upstream_connect_failed(struct proxy_server *srv, void *arg);
+
 /* conns.c */
 /**
  * Register conns.c's callbacks on `srv` (conn_progress, conn_closed,
@@ -408,14 +441,14 @@ void proxy_server_resume_paused(struct proxy_server *srv);
 int proxy_listener_open(struct proxy_server *srv, const char *host, int port,
 			int32_t node_id, const char *up_host, int up_port);
 /**
- * Whether upstream.broker answers (admin.c's probe, after every probe): while
- * it does not, every listener whose connections go to it (node_id -1) is
- * closed, so a client's connect is refused and it moves on to another broker
- * at once, instead of a connection accepted and closed (which librdkafka
- * reports as a security.protocol mismatch); when it answers again they are
- * bound again (a failed bind is retried at the next call). Connections
- * already open are not touched. Logged as listener_paused / listener_resumed.
- * Loop thread.
+ * Whether upstream.broker answers (the admin plane's probe, proxy/admin/admin.c,
+ * after every probe): while it does not, every listener whose connections go
+ * to it (node_id -1) is closed, so a client's connect is refused and it moves
+ * on to another broker at once, instead of a connection accepted and closed
+ * (which librdkafka reports as a security.protocol mismatch); when it answers
+ * again they are bound again (a failed bind is retried at the next call).
+ * Connections already open are not touched. Logged as listener_paused /
+ * listener_resumed. Loop thread.
  */
 void proxy_listeners_set_upstream(struct proxy_server *srv, bool up);
 /** Gateway mode: make sure a listener exists for every broker seen in Metadata. */

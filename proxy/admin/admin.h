@@ -17,8 +17,9 @@ struct bufferevent;
 struct proxy_admin;
 /**
  * Listen on conf->admin_listen and start the upstream readiness probe.
- * `srv` and `gate` are borrowed for the admin's life (the probe follows
- * srv->conf across reloads). Returns NULL and logs why on failure. Loop thread.
+ * `base` is the loop `srv` runs on; `srv` and `gate` are borrowed for the
+ * admin's life (the probe follows proxy_server_conf(srv) across reloads).
+ * Returns NULL and logs why on failure. Loop thread.
  */
 struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *conf,
 				    struct proxy_server *srv, struct mirror_gate *gate);

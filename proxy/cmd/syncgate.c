@@ -282,7 +282,7 @@ static int run(const char *path)
 	      sg.conf->listen_kafka.port, sg.conf->upstream_broker.host, sg.conf->upstream_broker.port,
 	      sg.conf->nmirrors);
 	event_base_dispatch(sg.base);
-	LOG_I("stopped", "connections=%zu", sg.srv->nconns);
+	LOG_I("stopped", "connections=%zu", proxy_server_nconns(sg.srv));
 	rc = 0;
 out:
 	if (sg.loading) {
