@@ -8,7 +8,7 @@
 
 #include <event2/dns.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
 {

@@ -17,13 +17,20 @@
  * are logged, and while it is down the Kafka listener is closed
  * (proxy_listeners_set_upstream: connects refused). Loop thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/dns.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include "conf/conf.h"
+#include "mirror/mirror.h"
 #include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"

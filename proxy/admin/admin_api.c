@@ -25,6 +25,8 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
+#include "conf/conf.h"
+#include "mirror/mirror.h"
 #include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 

@@ -25,9 +25,12 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/event.h>
 #include <event2/thread.h>
 #include <openssl/ssl.h>
 
+#include "conf/conf.h"
+#include "mirror/mirror.h"
 #include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 
