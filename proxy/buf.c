@@ -1,6 +1,6 @@
 /* buf.c — evbuffer bytes seen as codec segments, without a copy. Any file of
  * the proxy; loop thread. */
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len,
 		  struct codec_iov *iov, int max)

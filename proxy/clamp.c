@@ -36,7 +36,7 @@
 #include <string.h>
 
 #include "proxy/clamp.h"
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 struct proxy_clamp;

@@ -5,7 +5,7 @@
 #ifndef SYNCGATE_PROXY_CLAMP_H
 #define SYNCGATE_PROXY_CLAMP_H
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 /** Whether a client's consumer requests are clamped. */
 enum proxy_clamp_who {

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 /* Copy a string slice of a request into `dst` (truncated, NUL-terminated). */
 static void copy_slice(const struct codec_iov *iov, int niov, struct codec_slice s, char *dst,

@@ -2,7 +2,7 @@
  * close_cause.c — names of enum proxy_close_cause: the metric label and the
  * log text of why a connection pair closed. Pure.
  */
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 static const struct {
 	const char *label, *text;

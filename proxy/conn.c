@@ -43,7 +43,7 @@
 #include <event2/dns.h>
 #include <openssl/err.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 /* Buffered bytes past which the reading side is paused (libevent watermarks

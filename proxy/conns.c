@@ -7,7 +7,7 @@
  * callbacks proxy_server_register_conns puts in the server, never by a
  * direct call (docs/architecture.md, no call cycle). Loop thread.
  */
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 {

@@ -24,7 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 static struct metric *m_refused, *m_parts;

@@ -21,7 +21,7 @@
  */
 #include <stdlib.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 static const char *const entry_state_names[PROXY_ENTRY_STATE_COUNT] = {
 	[PROXY_ENTRY_IN_FLIGHT] = "in_flight",

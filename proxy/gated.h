@@ -1,5 +1,5 @@
 /*
- * gated.h — where the gate meets the data path (included by proxy/proxy.h
+ * gated.h — where the gate meets the data path (included by proxy/datapath.h
  * after its types): hold.c holds gated acks=all Produce responses, fence.c
  * refuses Produce to topics fenced for failover, clamp.c cuts consumers'
  * Fetch / ListOffsets / OffsetForLeaderEpoch answers to the mirrored high
@@ -8,7 +8,7 @@
 #ifndef SYNCGATE_PROXY_GATED_H
 #define SYNCGATE_PROXY_GATED_H
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 /* hold.c: gated Produce responses */
 /**

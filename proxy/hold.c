@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 static struct metric *m_held, *m_held_bytes, *m_unknown_id, *m_downmapped;

@@ -9,7 +9,7 @@
  */
 #include <stdlib.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 static struct metric *m_keepalives;
 

@@ -9,7 +9,7 @@
 #include <netinet/in.h>
 #include <stdio.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 bool proxy_rate_take(struct proxy_rate *r, int rate, int64_t now_ms)

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 static void accept_cb(struct evconnlistener *ev, evutil_socket_t fd, struct sockaddr *sa,

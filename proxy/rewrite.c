@@ -8,7 +8,7 @@
  * (or the listen host) and port `advertise.base_port + id`; a listener for
  * the node is opened as it is first seen. Loop thread.
  */
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 int proxy_advertise_endpoint(void *arg, int32_t node_id, const char *host, int32_t port,
 			     const char **out_host, int32_t *out_port)

@@ -1,13 +1,14 @@
 /*
  * The proxy server: TLS contexts, listeners, the connection list, graceful
- * shutdown and live reconfiguration. Loop thread.
+ * shutdown and live reconfiguration, and what the admin plane and the
+ * programs read of it (proxy_server_conf and the rest). Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include <event2/dns.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
 {
@@ -126,4 +127,44 @@ int proxy_server_reconfigure(struct proxy_server *srv, const struct conf *conf)
 	srv->conf_gen++;
 	proxy_server_resume_paused(srv);
 	return 0;
+}
+
+const struct conf *proxy_server_conf(const struct proxy_server *srv)
+{
+	return srv->conf;
+}
+
+struct evdns_base *proxy_server_dns(const struct proxy_server *srv)
+{
+	return srv->dns;
+}
+
+bool proxy_server_shutting_down(const struct proxy_server *srv)
+{
+	return srv->shutting_down;
+}
+
+bool proxy_server_has_listener(const struct proxy_server *srv)
+{
+	return !TAILQ_EMPTY(&srv->listeners);
+}
+
+size_t proxy_server_nconns(const struct proxy_server *srv)
+{
+	return srv->nconns;
+}
+
+void proxy_server_on_upstream_connect_failed(struct proxy_server *srv, void (*fn)(void *arg),
+					     void *arg)
+{
+	srv->upstream_connect_failed = fn;
+	srv->upstream_connect_failed_arg = arg;
+}
+
+void proxy_server_off_upstream_connect_failed(struct proxy_server *srv, void *arg)
+{
+	if (srv->upstream_connect_failed_arg != arg)
+		return;
+	srv->upstream_connect_failed = NULL;
+	srv->upstream_connect_failed_arg = NULL;
 }

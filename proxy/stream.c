@@ -37,7 +37,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 #include "proxy/stream.h"
 

@@ -8,7 +8,7 @@
 #ifndef SYNCGATE_PROXY_STREAM_H
 #define SYNCGATE_PROXY_STREAM_H
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 /* Opaque bytes worth a splice (below it two syscalls cost more than a copy). */
 #define SPLICE_MIN (16u << 10)

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 /* One topic name and its LIVE id (if any). */
 struct topic_name {

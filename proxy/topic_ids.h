@@ -1,7 +1,7 @@
 /*
  * proxy/topic_ids.h — TopicIds resolved with this sidecar's own broker: the
  * TopicId → name map (topic_ids.c) and the lookups sent ahead of requests
- * that name ids it does not know (topic_lookup.c). Included by proxy.h.
+ * that name ids it does not know (topic_lookup.c). Included by proxy/datapath.h.
  * Loop thread.
  */
 #ifndef SYNCGATE_PROXY_TOPIC_IDS_H

@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 #include "proxy/security.h"
 
 #define LOOKUP_MAX_IDS 1024 /* ids in one lookup; more wait for the next request */

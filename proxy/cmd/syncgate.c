@@ -25,10 +25,13 @@
 #include <string.h>
 #include <time.h>
 
+#include <event2/event.h>
 #include <event2/thread.h>
 #include <openssl/ssl.h>
 
-#include "proxy/admin.h"
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 
 struct syncgate {
@@ -282,7 +285,7 @@ static int run(const char *path)
 	      sg.conf->listen_kafka.port, sg.conf->upstream_broker.host, sg.conf->upstream_broker.port,
 	      sg.conf->nmirrors);
 	event_base_dispatch(sg.base);
-	LOG_I("stopped", "connections=%zu", sg.srv->nconns);
+	LOG_I("stopped", "connections=%zu", proxy_server_nconns(sg.srv));
 	rc = 0;
 out:
 	if (sg.loading) {

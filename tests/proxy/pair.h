@@ -7,7 +7,7 @@
 #ifndef SYNCGATE_TESTS_PROXY_PAIR_H
 #define SYNCGATE_TESTS_PROXY_PAIR_H
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 struct fixture {
 	struct event_base *base;

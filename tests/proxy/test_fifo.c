@@ -11,7 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "proxy/proxy.h"
+#include "proxy/datapath.h"
 
 struct fixture {
 	struct event_base *base;

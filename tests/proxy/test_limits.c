@@ -1,4 +1,4 @@
-/* limits.c: the accept-rate token bucket and the log limiter; the loopback check. */
+/* limits.c: the accept-rate token bucket and the log limiter. */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 
@@ -37,16 +37,4 @@ Test(limits, log_limiter_one_line_a_second_and_counts)
 	cr_assert_not(proxy_log_allow(&l, 1999, &n));
 	cr_assert(proxy_log_allow(&l, 2000, &n));
 	cr_assert(eq(i64, (int64_t)(n), (int64_t)(2)));
-}
-
-Test(limits, loopback_hosts)
-{
-	cr_assert(proxy_host_is_loopback("127.0.0.1"));
-	cr_assert(proxy_host_is_loopback("127.1.2.3"));
-	cr_assert(proxy_host_is_loopback("::1"));
-	cr_assert(proxy_host_is_loopback("localhost"));
-	cr_assert_not(proxy_host_is_loopback("0.0.0.0"));
-	cr_assert_not(proxy_host_is_loopback("10.0.0.1"));
-	cr_assert_not(proxy_host_is_loopback("::"));
-	cr_assert_not(proxy_host_is_loopback(NULL));
 }

@@ -23,10 +23,14 @@
 #include <event2/bufferevent_ssl.h>
 #include <event2/http.h>
 #include <openssl/err.h>
+#include <openssl/ssl.h>
 
-#include "proxy/admin.h"
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"
+#include "proxy/tls.h"
 
 struct admin_transport {
 	SSL_CTX *ctx;                 /* the admin.tls context new connections use */

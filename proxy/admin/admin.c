@@ -17,14 +17,21 @@
  * are logged, and while it is down the Kafka listener is closed
  * (proxy_listeners_set_upstream: connects refused). Loop thread.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/dns.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#include "proxy/admin.h"
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"
 
@@ -41,6 +48,7 @@ struct proxy_admin {
 	struct evhttp *http;
 	struct admin_transport *transport; /* admin_tls.c: HTTPS */
 	struct admin_conns *conns;     /* admin_conns.c: admin.max_connections */
+	struct event_base *base;      /* the loop (the server's) */
 	struct proxy_server *srv;
 	struct mirror_gate *gate;
 	struct event *probe_timer;     /* next upstream probe */
@@ -91,7 +99,7 @@ static void probe_schedule(struct proxy_admin *a, int ms)
 /* Record a probe's result (`why` NULL: reachable) and schedule the next one. */
 static void probe_done(struct proxy_admin *a, const char *why)
 {
-	const struct conf_addr *up = &a->srv->conf->upstream_broker;
+	const struct conf_addr *up = &proxy_server_conf(a->srv)->upstream_broker;
 	bufferevent_free(a->probe);
 	a->probe = NULL;
 	if (!why) {
@@ -126,7 +134,7 @@ static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
 		probe_done(a, NULL);
 	} else if (what & BEV_EVENT_TIMEOUT) {
 		snprintf(why, sizeof(why), "connect timed out after %d ms",
-			 a->srv->conf->upstream_connect_timeout_ms);
+			 proxy_server_conf(a->srv)->upstream_connect_timeout_ms);
 		probe_done(a, why);
 	} else {
 		int dns = bufferevent_socket_get_dns_error(bev);
@@ -139,8 +147,8 @@ static void probe_event_cb(struct bufferevent *bev, short what, void *arg)
 static void probe_timer_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_admin *a = arg;
-	const struct conf *cf = a->srv->conf;
-	a->probe = bufferevent_socket_new(a->srv->base, -1, BEV_OPT_CLOSE_ON_FREE);
+	const struct conf *cf = proxy_server_conf(a->srv);
+	a->probe = bufferevent_socket_new(a->base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (!a->probe) {
 		probe_schedule(a, PROBE_INTERVAL_MS);
 		return;
@@ -150,8 +158,9 @@ static void probe_timer_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_setcb(a->probe, NULL, NULL, probe_event_cb, a);
 	bufferevent_set_timeouts(a->probe, NULL, &tv);
 	/* may call probe_event_cb before returning (e.g. a refused loopback connect) */
-	if (bufferevent_socket_connect_hostname(a->probe, a->srv->dns, AF_UNSPEC, cf->upstream_broker.host,
-						cf->upstream_broker.port) < 0 && a->probe)
+	if (bufferevent_socket_connect_hostname(a->probe, proxy_server_dns(a->srv), AF_UNSPEC,
+						cf->upstream_broker.host, cf->upstream_broker.port) < 0 &&
+	    a->probe)
 		probe_done(a, "cannot start a connect");
 }
 
@@ -190,15 +199,15 @@ static bool mirror_check_reported(struct proxy_admin *a, const char *name, char 
 static void readyz_cb(struct evhttp_request *req, void *arg)
 {
 	struct proxy_admin *a = arg;
-	const struct conf *cf = a->srv->conf;
+	const struct conf *cf = proxy_server_conf(a->srv);
 	struct evbuffer *b = evbuffer_new();
 	if (!b) {
 		evhttp_send_error(req, 500, "out of memory");
 		return;
 	}
-	if (a->srv->shutting_down)
+	if (proxy_server_shutting_down(a->srv))
 		evbuffer_add_printf(b, "not ready: shutting down\n");
-	if (TAILQ_EMPTY(&a->srv->listeners))
+	if (!proxy_server_has_listener(a->srv))
 		evbuffer_add_printf(b, "not ready: not listening\n");
 	if (a->upstream == ADMIN_UPSTREAM_UNKNOWN)
 		evbuffer_add_printf(b, "not ready: upstream %s:%d not checked yet\n",
@@ -257,6 +266,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 	struct proxy_admin *a = calloc(1, sizeof(*a));
 	if (!a)
 		return NULL;
+	a->base = base;
 	a->srv = srv;
 	a->gate = gate;
 	a->m_up = metric_get(METRIC_GAUGE, "syncgate_upstream_up",
@@ -268,8 +278,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 		return NULL;
 	}
 	probe_schedule(a, 0);
-	srv->upstream_connect_failed = probe_now;
-	srv->upstream_connect_failed_arg = a;
+	proxy_server_on_upstream_connect_failed(srv, probe_now, a);
 	a->http = evhttp_new(base);
 	if (a->http && !(a->transport = proxy_admin_transport_new(base, a->http, conf))) {
 		LOG_E("admin_listen_failed", "address=%s:%d reason=\"admin.tls files could not be loaded\"",
@@ -319,8 +328,8 @@ void proxy_admin_free(struct proxy_admin *a)
 {
 	if (!a)
 		return;
-	if (a->srv && a->srv->upstream_connect_failed_arg == a)
-		a->srv->upstream_connect_failed = NULL;
+	if (a->srv)
+		proxy_server_off_upstream_connect_failed(a->srv, a);
 	if (a->conns)
 		proxy_admin_conns_bound(a->conns, NULL); /* evhttp_free frees the listener first */
 	if (a->http)

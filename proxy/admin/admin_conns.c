@@ -34,7 +34,9 @@
 #include <event2/http.h>
 #include <event2/listener.h>
 
-#include "proxy/admin.h"
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 #include "proxy/security.h"
 

@@ -25,7 +25,9 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
-#include "proxy/admin.h"
+#include "conf/conf.h"
+#include "mirror/mirror.h"
+#include "proxy/admin/admin.h"
 #include "proxy/proxy.h"
 
 #define ADMIN_API_MAX_BODY 65536
