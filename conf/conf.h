@@ -233,6 +233,20 @@ void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fm
 	__attribute__((format(printf, 4, 5)));
 
 /**
+ * The body of a printf-style message setter: inside a variadic function
+ * whose last named parameter is `fmt`, format its arguments into the char
+ * array `buf` (cut to sizeof(buf) − 1 characters, always NUL-terminated).
+ * `buf` must be an array, not a pointer. Any thread.
+ */
+#define CONF_FORMAT_ARGS(buf, fmt)                                \
+	do {                                                      \
+		va_list conf_fa_ap;                               \
+		va_start(conf_fa_ap, fmt);                        \
+		vsnprintf((buf), sizeof(buf), (fmt), conf_fa_ap); \
+		va_end(conf_fa_ap);                               \
+	} while (0)
+
+/**
  * Whether a librdkafka property of this name holds a secret whatever its
  * source (`sasl.password`, `ssl.key.password`, `*.secret`, PEM key
  * material, ...): its value is never logged nor printed. Any thread.

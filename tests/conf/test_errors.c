@@ -281,3 +281,19 @@ Test(conf, null_errs_is_allowed)
 	struct conf *c = conf_load_string("t.yaml", "mode: x\n", 8, NULL);
 	cr_assert_null(c);
 }
+
+static char format_args_out[8];
+
+static void format_args_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void format_args_set(const char *fmt, ...)
+{
+	CONF_FORMAT_ARGS(format_args_out, fmt);
+}
+
+Test(conf, format_args_fills_the_array_and_cuts_to_fit)
+{
+	format_args_set("%s=%d", "a", 42);
+	cr_expect_str_eq(format_args_out, "a=42");
+	format_args_set("%s", "0123456789");
+	cr_expect_str_eq(format_args_out, "0123456", "cut to sizeof - 1, NUL-terminated");
+}
