@@ -3,22 +3,12 @@
  * and the exact `file:line:col: message` text syncgate prints for it.
  */
 #include "conf/conf.h"
+#include "tests/conf/errors_text.h"
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Errors as printed by conf_errors_write(). */
-static char *errors_text(const struct conf_errors *e)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-	conf_errors_write(e, f);
-	fclose(f);
-	return buf;
-}
 
 /* Every row loads "t.yaml" from `yaml` and must fail with exactly `want`. */
 static const struct error_case {
