@@ -89,3 +89,17 @@ void pair_frame_seal(struct codec_buf *b)
 	b->data[2] = (uint8_t)(len >> 8);
 	b->data[3] = (uint8_t)len;
 }
+
+size_t pair_request_to_broker(struct fixture *f, const struct codec_buf *b)
+{
+	cr_assert(eq(i64, (int64_t)(write(f->cl, b->data, b->len)), (int64_t)((ssize_t)b->len)));
+	uint8_t tmp[4096];
+	size_t got = 0;
+	for (int i = 0; i < 200 && got < b->len; i++) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		ssize_t r = read(f->up, tmp, sizeof(tmp));
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return got;
+}

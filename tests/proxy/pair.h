@@ -55,4 +55,9 @@ void pair_gate_progress(struct fixture *f, int32_t npartitions, int64_t progress
  * placeholder) to the length of the rest. */
 void pair_frame_seal(struct codec_buf *b);
 
+/* Write the frame in `b` at the client's end (asserting it all goes) and run
+ * the loop until the broker's end has read as many bytes, which it drops;
+ * returns how many it read (less after 200 rounds without them). */
+size_t pair_request_to_broker(struct fixture *f, const struct codec_buf *b);
+
 #endif
