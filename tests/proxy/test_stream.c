@@ -459,7 +459,7 @@ Test(proxy_stream, client_closes_mid_stream_rest_is_read_and_dropped)
 /* A Produce v9 request frame: one topic "t", `nbatches` batches of
  * `payload` bytes (lastOffsetDelta 4 each) in partition 3. */
 static struct codec_buf produce9(int32_t correlation_id, int16_t version, int16_t acks, int nbatches,
-			   size_t payload)
+				 size_t payload)
 {
 	struct codec_buf b = PAIR_FLEX_BUF;
 	codec_write_i32(&b, 0);
@@ -678,11 +678,11 @@ static void put_batch(struct codec_buf *b, int64_t base)
 }
 
 /*
- * A Fetch v12 response: topic "orders", partition 0 with batches from offset
- * 0 (cut in the middle), partition 1 with batches from MHW (cut whole; a
- * DivergingEpoch tag to keep), both up to BROKER_HW.
+ * The start of a Fetch v12 response (size placeholder, header, ThrottleTimeMs
+ * 0, ErrorCode NONE, SessionId 7) with one topic, "orders", up to its
+ * partitions.
  */
-static struct codec_buf fetch12_clamped(int32_t correlation_id, size_t *p0_records_at)
+static struct codec_buf fetch12_head(int32_t correlation_id)
 {
 	struct codec_buf b = PAIR_FLEX_BUF;
 	codec_write_i32(&b, 0);
@@ -693,6 +693,17 @@ static struct codec_buf fetch12_clamped(int32_t correlation_id, size_t *p0_recor
 	codec_write_i32(&b, 7);
 	codec_write_uvarint(&b, 2);
 	codec_write_str(&b, "orders");
+	return b;
+}
+
+/*
+ * A Fetch v12 response: topic "orders", partition 0 with batches from offset
+ * 0 (cut in the middle), partition 1 with batches from MHW (cut whole; a
+ * DivergingEpoch tag to keep), both up to BROKER_HW.
+ */
+static struct codec_buf fetch12_clamped(int32_t correlation_id, size_t *p0_records_at)
+{
+	struct codec_buf b = fetch12_head(correlation_id);
 	codec_write_uvarint(&b, 3);
 	for (int p = 0; p < 2; p++) {
 		codec_write_i32(&b, p);
@@ -904,17 +915,9 @@ Test(proxy_stream, consumer_clamp_after_a_cut_buffers_and_holds_the_next_fetch)
  * `payload` bytes each (n * payload above 64 KiB: the frame streams).
  */
 static struct codec_buf fetch12_batches(int32_t correlation_id, int64_t hw, int64_t lso, int n, size_t payload,
-				  size_t *records_at)
+					size_t *records_at)
 {
-	struct codec_buf b = PAIR_FLEX_BUF;
-	codec_write_i32(&b, 0);
-	codec_write_i32(&b, correlation_id);
-	codec_write_i8(&b, 0);
-	codec_write_i32(&b, 0);
-	codec_write_i16(&b, 0);
-	codec_write_i32(&b, 7);
-	codec_write_uvarint(&b, 2);
-	codec_write_str(&b, "orders");
+	struct codec_buf b = fetch12_head(correlation_id);
 	codec_write_uvarint(&b, 2);
 	codec_write_i32(&b, 0);
 	codec_write_i16(&b, 0);
