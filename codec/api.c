@@ -1,5 +1,7 @@
 /* The API table: every API key of Apache Kafka 4.x, what syncgate does with
  * it, and the header versions it implies. */
+#include <string.h>
+
 #include "codec/codec.h"
 
 /*
@@ -129,6 +131,17 @@ bool codec_api_flexible(int16_t api_key, int16_t api_version)
 {
 	const struct codec_api *a = codec_api_get(api_key);
 	return a && a->flexible_from >= 0 && api_version >= a->flexible_from;
+}
+
+bool codec_decode_start(struct codec_reader *r, const struct codec_iov *iov, int niov, int16_t api_key,
+			int16_t version, int16_t min, int16_t max, void *out, size_t size)
+{
+	memset(out, 0, size);
+	if (version < min || version > max)
+		return false;
+	codec_reader_init(r, iov, niov);
+	r->flexible = codec_api_flexible(api_key, version);
+	return true;
 }
 
 int codec_request_header_version(int16_t api_key, int16_t api_version)

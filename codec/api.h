@@ -57,6 +57,14 @@ const struct codec_api *codec_api_get(int16_t api_key);
 const char *codec_api_name(int16_t api_key);
 /** True when this key/version uses the flexible encoding (from the table). */
 bool codec_api_flexible(int16_t api_key, int16_t api_version);
+/**
+ * The start of a message decoder: zeroes `out` (`size` bytes); false when
+ * `version` is outside [min, max] (the versions that decoder reads: answer
+ * CODEC_ERR_UNSUPPORTED), else starts `r` on the `niov` body segments with
+ * the encoding the API table gives `api_key` at `version` and returns true.
+ */
+bool codec_decode_start(struct codec_reader *r, const struct codec_iov *iov, int niov, int16_t api_key,
+			int16_t version, int16_t min, int16_t max, void *out, size_t size);
 /** Request header version (0, 1 or 2) for a request of this key/version. */
 int codec_request_header_version(int16_t api_key, int16_t api_version);
 /** Response header version (0 or 1); ApiVersions responses are always 0. */

@@ -12,11 +12,9 @@ enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, in
 						 struct codec_api_versions_request *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (version < 0 || version > API_VERSIONS_MAX)
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_API_VERSIONS, version,
+				0, API_VERSIONS_MAX, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_API_VERSIONS, version);
 	if (version >= 3) {
 		out->client_software_name = codec_read_str(&r, false);
 		out->client_software_version = codec_read_str(&r, false);

@@ -97,12 +97,11 @@ enum codec_err codec_fetch_request_info(const struct codec_iov *iov, int niov, i
 					struct codec_fetch_request_info *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
+	bool started = codec_decode_start(&r, iov, niov, CODEC_API_FETCH, version, FETCH_MIN, FETCH_MAX, out,
+					  sizeof(*out));
 	out->replica_id = -1;
-	if (version < FETCH_MIN || version > FETCH_MAX)
+	if (!started)
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_FETCH, version);
 	if (version < FETCH_REPLICA_STATE)
 		out->replica_id = codec_read_i32(&r);
 	out->max_wait_ms = codec_read_i32(&r);

@@ -7,11 +7,6 @@
 #define LIST_OFFSETS_MIN 1
 #define LIST_OFFSETS_MAX 11
 
-static bool list_offsets_version_ok(int16_t version)
-{
-	return version >= LIST_OFFSETS_MIN && version <= LIST_OFFSETS_MAX;
-}
-
 /* ---- request ------------------------------------------------------------ */
 
 static void read_partition_req(struct codec_reader *r, void *elem, void *ctx)
@@ -37,11 +32,9 @@ enum codec_err codec_list_offsets_request_decode(const struct codec_iov *iov, in
 						 struct codec_list_offsets_request *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (!list_offsets_version_ok(version))
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_LIST_OFFSETS, version,
+				LIST_OFFSETS_MIN, LIST_OFFSETS_MAX, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_LIST_OFFSETS, version);
 	out->replica_id = codec_read_i32(&r);
 	if (version >= 2)
 		out->isolation_level = codec_read_i8(&r);

@@ -53,11 +53,9 @@ enum codec_err codec_metadata_response_decode(const struct codec_iov *iov, int n
 					      struct codec_metadata_response *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (version < 0 || version > METADATA_MAX)
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_METADATA, version,
+				0, METADATA_MAX, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_METADATA, version);
 	if (version >= 3)
 		out->throttle_time_ms = codec_read_i32(&r);
 	out->brokers = codec_read_array(&r, sizeof(*out->brokers), 10, &out->nbrokers,

@@ -56,11 +56,9 @@ enum codec_err codec_list_offsets_response_clamp(const struct codec_iov *iov, in
 						 struct codec_offsets_clamp *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (version < LIST_OFFSETS_MIN || version > LIST_OFFSETS_MAX)
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_LIST_OFFSETS, version,
+				LIST_OFFSETS_MIN, LIST_OFFSETS_MAX, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_LIST_OFFSETS, version);
 	if (version >= 2)
 		codec_read_i32(&r); /* ThrottleTimeMs */
 	int32_t nt = codec_read_array_len(&r, false, 3);
@@ -127,11 +125,9 @@ enum codec_err codec_offset_for_leader_epoch_response_clamp(const struct codec_i
 							    struct codec_offsets_clamp *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (version < OFLE_MIN || version > OFLE_MAX)
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_OFFSET_FOR_LEADER_EPOCH, version,
+				OFLE_MIN, OFLE_MAX, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_OFFSET_FOR_LEADER_EPOCH, version);
 	codec_read_i32(&r); /* ThrottleTimeMs (v2+) */
 	int32_t nt = codec_read_array_len(&r, false, 3);
 	for (int32_t t = 0; t < nt && !r.err; t++) {

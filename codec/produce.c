@@ -126,11 +126,9 @@ enum codec_err codec_produce_request_decode(const struct codec_iov *iov, int nio
 					    struct codec_produce_request *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (!produce_version_ok(version))
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_PRODUCE, version,
+				PRODUCE_MIN, CODEC_PRODUCE_V14, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_PRODUCE, version);
 	out->transactional_id = codec_read_str(&r, true);
 	out->acks = codec_read_i16(&r);
 	out->timeout_ms = codec_read_i32(&r);
@@ -247,11 +245,9 @@ enum codec_err codec_produce_response_decode(const struct codec_iov *iov, int ni
 					     struct codec_produce_response *out)
 {
 	struct codec_reader r;
-	memset(out, 0, sizeof(*out));
-	if (!produce_version_ok(version))
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_PRODUCE, version,
+				PRODUCE_MIN, CODEC_PRODUCE_V14, out, sizeof(*out)))
 		return CODEC_ERR_UNSUPPORTED;
-	codec_reader_init(&r, iov, niov);
-	r.flexible = codec_api_flexible(CODEC_API_PRODUCE, version);
 	out->topics = codec_read_array(&r, sizeof(*out->topics), 3, &out->ntopics,
 				       read_topic_resp, &version);
 	out->throttle_time_ms = codec_read_i32(&r);

@@ -233,6 +233,20 @@ void conf_errors_add(struct conf_errors *errs, int line, int col, const char *fm
 	__attribute__((format(printf, 4, 5)));
 
 /**
+ * The body of a printf-style message setter: inside a variadic function
+ * whose last named parameter is `fmt`, format its arguments into the char
+ * array `buf` (cut to sizeof(buf) − 1 characters, always NUL-terminated).
+ * `buf` must be an array, not a pointer. Any thread.
+ */
+#define CONF_FORMAT_ARGS(buf, fmt)                                \
+	do {                                                      \
+		va_list conf_fa_ap;                               \
+		va_start(conf_fa_ap, fmt);                        \
+		vsnprintf((buf), sizeof(buf), (fmt), conf_fa_ap); \
+		va_end(conf_fa_ap);                               \
+	} while (0)
+
+/**
  * Whether a librdkafka property of this name holds a secret whatever its
  * source (`sasl.password`, `ssl.key.password`, `*.secret`, PEM key
  * material, ...): its value is never logged nor printed. Any thread.
@@ -424,6 +438,34 @@ char *metrics_render(void);
  * Any thread.
  */
 char *metric_label_escape(char *out, size_t n, const char *value);
+
+/** One unlabelled counter or gauge series of a module, for metric_defs_get(). */
+struct metric_def {
+	struct metric **out;    /* where the handle goes */
+	enum metric_type type;  /* METRIC_COUNTER or METRIC_GAUGE */
+	const char *name;       /* family name */
+	const char *help;       /* HELP text (first registration wins) */
+};
+
+/**
+ * Register a module's unlabelled counter and gauge series once: does nothing
+ * when `*defs[0].out` is set already, else metric_get()s each of the `n`
+ * rows in order (their order in the exposition). Not locked against a
+ * concurrent first call: call from the one thread that owns the handles.
+ */
+void metric_defs_get(const struct metric_def *defs, size_t n);
+/** metric_defs_get() over a whole array of struct metric_def. */
+#define METRIC_DEFS_GET(defs) metric_defs_get((defs), sizeof(defs) / sizeof((defs)[0]))
+
+/**
+ * Register one counter or gauge family with its HELP and `n` series:
+ * `out[i]` is the series labelled `prefix,key="values[i]"` (`prefix` is a
+ * rendered label set without braces, already escaped, or NULL / "" for
+ * none; `values[i]` is escaped here). Series appear in the exposition in
+ * the order of `values`. Any thread.
+ */
+void metric_family_get(enum metric_type type, const char *name, const char *help, const char *prefix,
+		       const char *key, const char *const *values, size_t n, struct metric **out);
 
 /* ------------------------------------------------------------------------ */
 /* Settings table (conf/ internals; read by the reference generator, the    */

@@ -27,10 +27,7 @@ struct scope {
 void conf_err_at(struct loader *L, yaml_mark_t m, const char *fmt, ...)
 {
 	char msg[1024];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	CONF_FORMAT_ARGS(msg, fmt);
 	conf_errors_add(L->errs, (int)m.line + 1, (int)m.column + 1, "%s", msg);
 	L->nerrs++;
 }

@@ -10,6 +10,7 @@
 #include "conf/conf.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -124,6 +125,27 @@ char *metric_label_escape(char *out, size_t n, const char *value)
 	}
 	out[o] = 0;
 	return out;
+}
+
+void metric_defs_get(const struct metric_def *defs, size_t n)
+{
+	if (n == 0 || *defs[0].out)
+		return;
+	for (size_t i = 0; i < n; i++)
+		*defs[i].out = metric_get(defs[i].type, defs[i].name, defs[i].help, "", NULL, 0);
+}
+
+void metric_family_get(enum metric_type type, const char *name, const char *help, const char *prefix,
+		       const char *key, const char *const *values, size_t n, struct metric **out)
+{
+	bool has_prefix = prefix && *prefix;
+	for (size_t i = 0; i < n; i++) {
+		char v[300], labels[640];
+		metric_label_escape(v, sizeof(v), values[i]);
+		snprintf(labels, sizeof(labels), "%s%s%s=\"%s\"", has_prefix ? prefix : "", has_prefix ? "," : "",
+			 key, v);
+		out[i] = metric_get(type, name, help, labels, NULL, 0);
+	}
 }
 
 static struct metric *series_new(struct metric_family *f, const char *labels)

@@ -110,10 +110,7 @@ static void fo_error(struct mirror_failover *f, int status, const char *fmt, ...
 static void fo_error(struct mirror_failover *f, int status, const char *fmt, ...)
 {
 	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	CONF_FORMAT_ARGS(msg, fmt);
 	fo_answer(f, status, json_pack("{s:s}", "error", msg));
 }
 

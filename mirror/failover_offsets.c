@@ -109,10 +109,7 @@ static int fo_move_add(struct mirror_failover *f, const char *group, const char 
 	m->src_off = so;
 	m->dst_off = dof;
 	m->action = action;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(m->note, sizeof(m->note), fmt, ap);
-	va_end(ap);
+	CONF_FORMAT_ARGS(m->note, fmt);
 	f->nmoves++;
 	return 0;
 }

@@ -84,12 +84,12 @@ struct mirror_gate *mirror_gate_new_ex(struct event_base *base, const struct con
 	g->base = base;
 	g->conf = conf;
 	g->flags = flags;
-	for (int o = 0; o < MIRROR_OUTCOME_COUNT; o++) {
-		char labels[64];
-		snprintf(labels, sizeof(labels), "outcome=\"%s\"", mirror_outcome_str((enum mirror_outcome)o));
-		g->m_outcome[o] = metric_get(METRIC_COUNTER, "syncgate_gate_partition_outcomes_total",
-					     "Held Produce partitions by how the gate resolved them", labels, NULL, 0);
-	}
+	const char *outcomes[MIRROR_OUTCOME_COUNT];
+	for (int o = 0; o < MIRROR_OUTCOME_COUNT; o++)
+		outcomes[o] = mirror_outcome_str((enum mirror_outcome)o);
+	metric_family_get(METRIC_COUNTER, "syncgate_gate_partition_outcomes_total",
+			  "Held Produce partitions by how the gate resolved them", NULL, "outcome", outcomes,
+			  MIRROR_OUTCOME_COUNT, g->m_outcome);
 	g->m_decider = metric_get(METRIC_GAUGE, "syncgate_state_decider",
 				  "1 when this sidecar takes automatic lifecycle decisions (holds the state partition)",
 				  "", NULL, 0);

@@ -61,17 +61,14 @@ static struct mirror_lane *lane_for(struct mirror_worker *w, int32_t leader)
 		return w->nlanes ? w->lanes[0] : NULL;
 	ln->w = w;
 	ln->leader = leader;
-	char m[160], labels[300];
+	char m[160], prefix[200];
+	static const char *const kinds[2] = { "demand", "background" };
 	mirror_label_escape(m, sizeof(m), w->name);
-	for (int k = 0; k < 2; k++) {
-		snprintf(labels, sizeof(labels), "mirror=\"%s\",broker=\"%" PRId32 "\",kind=\"%s\"", m, leader,
-			 k ? "background" : "demand");
-		struct metric *mt = metric_get(METRIC_COUNTER, "syncgate_mirror_progress_requests_total",
-					       "ListOffsets requests for destination progress, per destination "
-					       "leader (-1: not known yet); kind demand: a held response waited on "
-					       "one of its partitions", labels, NULL, 0);
-		*(k ? &ln->m_background : &ln->m_demand) = mt;
-	}
+	snprintf(prefix, sizeof(prefix), "mirror=\"%s\",broker=\"%" PRId32 "\"", m, leader);
+	metric_family_get(METRIC_COUNTER, "syncgate_mirror_progress_requests_total",
+			  "ListOffsets requests for destination progress, per destination leader (-1: not "
+			  "known yet); kind demand: a held response waited on one of its partitions",
+			  prefix, "kind", kinds, 2, ln->m_requests);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -318,7 +315,7 @@ static void *lane_main(void *arg)
 			      (int)ln->leader, rd_kafka_err2name(serr));
 		if (asked) {
 			ln->requests++;
-			metric_add(ndem ? ln->m_demand : ln->m_background, 1);
+			metric_add(ln->m_requests[ndem ? 0 : 1], 1);
 			LOG_D("mirror_list_offsets", "mirror=%s leader=%d partitions=%zu background=%zu result=%s",
 			      w->name, (int)ln->leader, n, nbg, rd_kafka_err2name(err));
 		}

@@ -102,10 +102,7 @@ static void op_error(struct mirror_op *op, int status, const char *fmt, ...)
 static void op_error(struct mirror_op *op, int status, const char *fmt, ...)
 {
 	char msg[600];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
+	CONF_FORMAT_ARGS(msg, fmt);
 	op_answer(op, status, json_pack("{s:s}", "error", msg));
 }
 

@@ -354,17 +354,17 @@ struct mirror_wait *mirror_gate_wait(struct mirror_gate *g, struct mirror_wait_p
 	return mirror_gate_wait_since(g, parts, nparts, -1, deadline_ms, cb, arg);
 }
 
-struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_wait_part *parts,
-					   size_t nparts, int64_t since_ms, int64_t deadline_ms,
-					   mirror_wait_cb cb, void *arg)
+/* The refs a wait needs: one per (pending part, gating mirror); sets
+ * *npending and clears the pending parts' messages. */
+static size_t wait_count_refs(struct mirror_gate *g, struct mirror_wait_part *parts, size_t nparts,
+			      size_t *npending)
 {
-	int64_t now = mirror_now_ms();
-	/* Count the refs: one per (part, gating mirror). */
-	size_t nrefs = 0, npending = 0;
+	size_t nrefs = 0;
+	*npending = 0;
 	for (size_t i = 0; i < nparts; i++) {
 		if (parts[i].outcome != MIRROR_PENDING)
 			continue; /* resolved by the caller: left as it is */
-		npending++;
+		(*npending)++;
 		parts[i].message = NULL;
 		for (size_t m = 0; m < g->nlinks; m++) {
 			struct mirror_tstate *t = mirror_tstate_get(g->links[m], parts[i].topic, true);
@@ -372,6 +372,16 @@ struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_
 				nrefs++;
 		}
 	}
+	return nrefs;
+}
+
+/* A wait with room for `nrefs` refs, on the deadline heap and the gate's
+ * list of waits (held). NULL when out of memory: every pending part then
+ * failed closed (never a false ack). */
+static struct mirror_wait *wait_new(struct mirror_gate *g, struct mirror_wait_part *parts, size_t nparts,
+				    size_t nrefs, size_t npending, int64_t now, int64_t deadline_ms,
+				    mirror_wait_cb cb, void *arg)
+{
 	size_t sz = sizeof(struct mirror_wait) + wait_arrays_size(nparts) + nrefs * sizeof(struct mirror_ref);
 	struct mirror_wait *w = nparts < UINT32_MAX / 2 ? calloc(1, sz) : NULL;
 	if (w) {
@@ -387,7 +397,6 @@ struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_
 		}
 	}
 	if (!w) {
-		/* No memory to hold: fail closed (never a false ack). */
 		parts_fail_oom(parts, nparts);
 		return NULL;
 	}
@@ -400,88 +409,123 @@ struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_
 		g->waits->pprev = &w->next;
 	g->waits = w;
 	g->held++;
+	return w;
+}
 
-	g->in_wait = true;
-	uint32_t *remaining = wait_remaining(w), *ref_start = wait_ref_start(w);
-	struct mirror_ref *refs = wait_refs(w);
-	size_t k = 0;
-	for (uint32_t i = 0; i < nparts; i++) {
-		struct mirror_wait_part *p = &parts[i];
-		ref_start[i] = (uint32_t)k;
-		if (p->outcome != MIRROR_PENDING) {
-			ref_start[i + 1] = (uint32_t)k;
+/* With preserved offsets, a part of a request that arrived at `since_ms`
+ * (-1: not known) was appended at or past the source's end then: below a
+ * sample taken before then, or at or below a record appended before then,
+ * only if the partition went back (or an idempotent retry got its first
+ * offset). Records the part as the latest appended. */
+static void check_went_back(struct mirror_link *l, struct mirror_pstate *ps, const struct mirror_wait_part *p,
+			    int64_t since_ms, int64_t now)
+{
+	if (since_ms < 0 || !l->cm || l->cm->offsets != CONF_OFFSETS_PRESERVED)
+		return;
+	if ((ps->sampled_hw > p->last_offset && ps->sampled_ms < since_ms) ||
+	    (ps->appended_max >= p->last_offset && ps->appended_ms < since_ms)) {
+		source_went_back(l, ps, p);
+		ps->appended_max = -1;
+	}
+	if (p->last_offset > ps->appended_max) {
+		ps->appended_max = p->last_offset;
+		ps->appended_ms = now;
+	}
+}
+
+/* Hold part `i` of `w` on mirror `l`'s partition `ps` with ref `*k` (which
+ * is used up either way) and demand its progress from the worker until the
+ * wait's deadline. -1: no room on the partition's heap (not held). */
+static int hold_on(struct mirror_wait *w, uint32_t i, const struct mirror_wait_part *p, struct mirror_link *l,
+		   struct mirror_tstate *t, struct mirror_pstate *ps, size_t *k)
+{
+	struct mirror_ref *r = &wait_refs(w)[(*k)++];
+	r->w = w;
+	r->ps = ps;
+	r->offset = p->last_offset;
+	r->part = i;
+	r->heap_idx = MIRROR_NO_HEAP;
+	if (mirror_heap_push(ps, r) != 0)
+		return -1;
+	t->held++;
+	wait_remaining(w)[i]++;
+	int64_t deadline_ms = w->deadline_ms;
+	if (l->worker && (p->last_offset > ps->demanded || deadline_ms > ps->demand_until_ms)) {
+		if (p->last_offset > ps->demanded)
+			ps->demanded = p->last_offset;
+		if (deadline_ms > ps->demand_until_ms)
+			ps->demand_until_ms = deadline_ms;
+		mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded, ps->demand_until_ms);
+	}
+	return 0;
+}
+
+/* Register pending part `i` (`p`) of `w` with every gating mirror from ref
+ * `*k` on, then resolve it at once where it can be: NOT_ENOUGH_REMOTE when
+ * a mirror's ISR is short, TIMEOUT when out of memory or past the deadline,
+ * SATISFIED when every mirror has it already. */
+static void wait_part(struct mirror_wait *w, uint32_t i, struct mirror_wait_part *p, int64_t since_ms,
+		      int64_t now, size_t *k)
+{
+	struct mirror_gate *g = w->g;
+	uint32_t *ref_start = wait_ref_start(w);
+	ref_start[i] = (uint32_t)*k;
+	if (p->outcome != MIRROR_PENDING) {
+		ref_start[i + 1] = (uint32_t)*k;
+		return;
+	}
+	const char *fail_msg_link = NULL;
+	struct mirror_pstate *fail_ps = NULL;
+	for (size_t m = 0; m < g->nlinks; m++) {
+		struct mirror_link *l = g->links[m];
+		struct mirror_tstate *t = mirror_tstate_get(l, p->topic, false);
+		if (!t || !mirror_tstate_gating(t))
+			continue;
+		struct mirror_pstate *ps = mirror_pstate_get(t, p->partition, true);
+		if (!ps) {
+			fail_msg_link = l->name;
 			continue;
 		}
-		const char *fail_msg_link = NULL;
-		struct mirror_pstate *fail_ps = NULL;
-		for (size_t m = 0; m < g->nlinks; m++) {
-			struct mirror_link *l = g->links[m];
-			struct mirror_tstate *t = mirror_tstate_get(l, p->topic, false);
-			if (!t || !mirror_tstate_gating(t))
-				continue;
-			struct mirror_pstate *ps = mirror_pstate_get(t, p->partition, true);
-			if (!ps) {
-				fail_msg_link = l->name;
-				continue;
-			}
-			/* appended at or past the source's end when the request
-			 * arrived: below a sample taken before then, or at or below
-			 * a record appended before then, only if the partition went
-			 * back (or an idempotent retry got its first offset) */
-			if (since_ms >= 0 && l->cm && l->cm->offsets == CONF_OFFSETS_PRESERVED) {
-				if ((ps->sampled_hw > p->last_offset && ps->sampled_ms < since_ms) ||
-				    (ps->appended_max >= p->last_offset && ps->appended_ms < since_ms)) {
-					source_went_back(l, ps, p);
-					ps->appended_max = -1;
-				}
-				if (p->last_offset > ps->appended_max) {
-					ps->appended_max = p->last_offset;
-					ps->appended_ms = now;
-				}
-			}
-			if (ps->progress > p->last_offset) {
-				metric_observe(l->m_latency, 0);
-				mirror_pstate_confirm(t, ps, p->partition, p->last_offset + 1);
-				continue;
-			}
-			if (mirror_isr_short(ps) && !fail_ps) {
-				fail_ps = ps;
-				mirror_part_isr_message(p, l, ps);
-			}
-			struct mirror_ref *r = &refs[k++];
-			r->w = w;
-			r->ps = ps;
-			r->offset = p->last_offset;
-			r->part = i;
-			r->heap_idx = MIRROR_NO_HEAP;
-			if (mirror_heap_push(ps, r) != 0) {
-				fail_msg_link = l->name;
-				continue;
-			}
-			t->held++;
-			remaining[i]++;
-			if (l->worker && (p->last_offset > ps->demanded || deadline_ms > ps->demand_until_ms)) {
-				if (p->last_offset > ps->demanded)
-					ps->demanded = p->last_offset;
-				if (deadline_ms > ps->demand_until_ms)
-					ps->demand_until_ms = deadline_ms;
-				mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded,
-						     ps->demand_until_ms);
-			}
+		check_went_back(l, ps, p, since_ms, now);
+		if (ps->progress > p->last_offset) {
+			metric_observe(l->m_latency, 0);
+			mirror_pstate_confirm(t, ps, p->partition, p->last_offset + 1);
+			continue;
 		}
-		ref_start[i + 1] = (uint32_t)k;
-		w->nrefs = (uint32_t)k; /* mirror_part_ref_next() reads it */
-		if (fail_ps) {
-			mirror_part_fail(w, i, MIRROR_NOT_ENOUGH_REMOTE);
-		} else if (fail_msg_link) {
-			mirror_wait_part_set_message(p, "mirror %s: out of memory", fail_msg_link);
-			mirror_part_fail(w, i, MIRROR_TIMEOUT);
-		} else if (remaining[i] == 0) {
-			part_resolved(w, i, MIRROR_SATISFIED);
-		} else if (deadline_ms <= now) {
-			timeout_part(w, i);
+		if (mirror_isr_short(ps) && !fail_ps) {
+			fail_ps = ps;
+			mirror_part_isr_message(p, l, ps);
 		}
+		if (hold_on(w, i, p, l, t, ps, k) != 0)
+			fail_msg_link = l->name;
 	}
+	ref_start[i + 1] = (uint32_t)*k;
+	w->nrefs = (uint32_t)*k; /* mirror_part_ref_next() reads it */
+	if (fail_ps) {
+		mirror_part_fail(w, i, MIRROR_NOT_ENOUGH_REMOTE);
+	} else if (fail_msg_link) {
+		mirror_wait_part_set_message(p, "mirror %s: out of memory", fail_msg_link);
+		mirror_part_fail(w, i, MIRROR_TIMEOUT);
+	} else if (wait_remaining(w)[i] == 0) {
+		part_resolved(w, i, MIRROR_SATISFIED);
+	} else if (w->deadline_ms <= now) {
+		timeout_part(w, i);
+	}
+}
+
+struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_wait_part *parts,
+					   size_t nparts, int64_t since_ms, int64_t deadline_ms,
+					   mirror_wait_cb cb, void *arg)
+{
+	int64_t now = mirror_now_ms();
+	size_t npending, nrefs = wait_count_refs(g, parts, nparts, &npending);
+	struct mirror_wait *w = wait_new(g, parts, nparts, nrefs, npending, now, deadline_ms, cb, arg);
+	if (!w)
+		return NULL;
+	g->in_wait = true;
+	size_t k = 0;
+	for (uint32_t i = 0; i < nparts; i++)
+		wait_part(w, i, &parts[i], since_ms, now, &k);
 	g->in_wait = false;
 
 	if (w->npending == 0) {

@@ -117,7 +117,7 @@ struct mirror_lane {
 	int64_t slow_until_ms;   /* timed out lately: short timeout until then */
 	int64_t retry_ms;        /* after a failed request: not before */
 	uint64_t requests;       /* sent (LOG_D on stop) */
-	struct metric *m_demand, *m_background; /* syncgate_mirror_progress_requests_total */
+	struct metric *m_requests[2]; /* syncgate_mirror_progress_requests_total by kind: demand, background */
 };
 struct mirror_worker {
 	pthread_t th;                    /* main */

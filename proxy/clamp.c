@@ -69,37 +69,29 @@ struct proxy_clamp {
 static struct metric *m_held_now, *m_held_total, *m_records, *m_bytes, *m_clamped, *m_share,
 	*m_fetches, *m_streamed;
 
-static void clamp_metrics_init(void)
-{
-	if (m_held_now)
-		return;
-	m_held_now = metric_get(METRIC_GAUGE, "syncgate_consumer_fetches_held",
-				"Consumer Fetch responses held now: clamped to the mirrored high watermark "
-				"they had no record left, held until it moves or MaxWaitMs passes.", "", NULL, 0);
-	m_held_total = metric_get(METRIC_COUNTER, "syncgate_consumer_fetches_held_total",
-				  "Consumer Fetch responses held (see syncgate_consumer_fetches_held).", "",
-				  NULL, 0);
-	m_records = metric_get(METRIC_COUNTER, "syncgate_consumer_records_withheld_total",
-			       "Records left out of consumer Fetch responses because they were past the "
-			       "mirrored high watermark (counted per response; a record may be withheld "
-			       "from several).", "", NULL, 0);
-	m_bytes = metric_get(METRIC_COUNTER, "syncgate_consumer_bytes_withheld_total",
-			     "Record bytes left out of consumer Fetch responses (past the mirrored high "
-			     "watermark).", "", NULL, 0);
-	m_clamped = metric_get(METRIC_COUNTER, "syncgate_consumer_responses_clamped_total",
-			       "Consumer Fetch, ListOffsets and OffsetForLeaderEpoch responses changed by "
-			       "the clamp to the mirrored high watermark.", "", NULL, 0);
-	m_share = metric_get(METRIC_COUNTER, "syncgate_consumer_share_fetch_unclamped_total",
-			     "ShareFetch requests forwarded without the clamp (share groups are not "
-			     "clamped to the mirrored high watermark).", "", NULL, 0);
-	m_fetches = metric_get(METRIC_COUNTER, "syncgate_consumer_fetch_requests_total",
-			       "Consumer Fetch requests subject to the clamp to the mirrored high watermark.",
-			       "", NULL, 0);
-	m_streamed = metric_get(METRIC_COUNTER, "syncgate_consumer_fetches_streamed_total",
-				"Consumer Fetch responses clamped as they streamed (above 64 KiB, v12+, "
-				"while the connection's last clamped response left nothing out).", "",
-				NULL, 0);
-}
+static const struct metric_def clamp_metrics[] = {
+	{ &m_held_now, METRIC_GAUGE, "syncgate_consumer_fetches_held",
+	  "Consumer Fetch responses held now: clamped to the mirrored high watermark they had no "
+	  "record left, held until it moves or MaxWaitMs passes." },
+	{ &m_held_total, METRIC_COUNTER, "syncgate_consumer_fetches_held_total",
+	  "Consumer Fetch responses held (see syncgate_consumer_fetches_held)." },
+	{ &m_records, METRIC_COUNTER, "syncgate_consumer_records_withheld_total",
+	  "Records left out of consumer Fetch responses because they were past the mirrored high "
+	  "watermark (counted per response; a record may be withheld from several)." },
+	{ &m_bytes, METRIC_COUNTER, "syncgate_consumer_bytes_withheld_total",
+	  "Record bytes left out of consumer Fetch responses (past the mirrored high watermark)." },
+	{ &m_clamped, METRIC_COUNTER, "syncgate_consumer_responses_clamped_total",
+	  "Consumer Fetch, ListOffsets and OffsetForLeaderEpoch responses changed by the clamp to "
+	  "the mirrored high watermark." },
+	{ &m_share, METRIC_COUNTER, "syncgate_consumer_share_fetch_unclamped_total",
+	  "ShareFetch requests forwarded without the clamp (share groups are not clamped to the "
+	  "mirrored high watermark)." },
+	{ &m_fetches, METRIC_COUNTER, "syncgate_consumer_fetch_requests_total",
+	  "Consumer Fetch requests subject to the clamp to the mirrored high watermark." },
+	{ &m_streamed, METRIC_COUNTER, "syncgate_consumer_fetches_streamed_total",
+	  "Consumer Fetch responses clamped as they streamed (above 64 KiB, v12+, while the "
+	  "connection's last clamped response left nothing out)." },
+};
 
 /*
  * Clamp distance (broker HW − mirrored HW) of a clamped partition, per
@@ -158,7 +150,7 @@ static void lower_max_bytes(struct proxy_conn *c, struct evbuffer *in, size_t of
 int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 			size_t len, const struct codec_request_header *h)
 {
-	clamp_metrics_init();
+	METRIC_DEFS_GET(clamp_metrics);
 	int16_t key = h->api_key, version = h->api_version;
 	const struct codec_api *api = codec_api_get(key);
 	if (!api || !(api->does & (CODEC_DOES_CLAMP | CODEC_DOES_COUNT)))

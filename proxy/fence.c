@@ -29,16 +29,13 @@
 
 static struct metric *m_refused, *m_parts;
 
-static void fence_metrics_init(void)
-{
-	if (m_refused)
-		return;
-	m_refused = metric_get(METRIC_COUNTER, "syncgate_produce_fenced_requests_total",
-			       "Produce requests refused because a topic is fenced for failover "
-			       "(answered NOT_ENOUGH_REPLICAS, or acks=0: connection closed).", "", NULL, 0);
-	m_parts = metric_get(METRIC_COUNTER, "syncgate_produce_fenced_partitions_total",
-			     "Produce partitions refused because of a failover fence.", "", NULL, 0);
-}
+static const struct metric_def fence_metrics[] = {
+	{ &m_refused, METRIC_COUNTER, "syncgate_produce_fenced_requests_total",
+	  "Produce requests refused because a topic is fenced for failover (answered "
+	  "NOT_ENOUGH_REPLICAS, or acks=0: connection closed)." },
+	{ &m_parts, METRIC_COUNTER, "syncgate_produce_fenced_partitions_total",
+	  "Produce partitions refused because of a failover fence." },
+};
 
 static const char *req_topic_name(struct proxy_conn *c, const struct codec_produce_topic_req *t)
 {
@@ -141,7 +138,7 @@ int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, c
 							  PROXY_TOPIC_ID_API_PRODUCE, PROXY_TOPIC_ID_FAILED);
 		if (req->acks == 0 || proxy_topic_lookup_ahead(c, NULL, 0) < 0)
 			return -1;
-		fence_metrics_init();
+		METRIC_DEFS_GET(fence_metrics);
 		metric_add(m_refused, 1);
 		if (answer_refused(c, h, wire_version, req, "?", NULL) < 0)
 			return -1;
@@ -151,7 +148,7 @@ int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, c
 	}
 	if (!mirror)
 		return 0;
-	fence_metrics_init();
+	METRIC_DEFS_GET(fence_metrics);
 	metric_add(m_refused, 1);
 	/* one line a second at most: a producer retries in a loop */
 	static struct proxy_log_limit fenced_log;

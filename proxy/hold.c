@@ -17,22 +17,15 @@
 
 static struct metric *m_held, *m_held_bytes, *m_unknown_id, *m_downmapped;
 
-static void hold_metrics_init(void)
-{
-	if (m_held)
-		return;
-	m_held = metric_get(METRIC_GAUGE, "syncgate_held_responses",
-			    "Produce responses held by the sync gate now.", "", NULL, 0);
-	m_held_bytes = metric_get(METRIC_GAUGE, "syncgate_held_bytes",
-				  "Bytes of Produce responses held by the sync gate now.", "", NULL, 0);
-	/* outcomes of gated partitions: syncgate_gate_partition_outcomes_total (mirror/) */
-	m_unknown_id = metric_get(METRIC_COUNTER, "syncgate_unknown_topic_id_partitions_total",
-				  "Produce partitions failed safe because their TopicId could not "
-				  "be resolved to a name.", "", NULL, 0);
-	m_downmapped = metric_get(METRIC_COUNTER, "syncgate_downmapped_errors_total",
-				  "Sync error codes down-mapped to NOT_ENOUGH_REPLICAS_AFTER_APPEND "
-				  "for Produce versions below 14.", "", NULL, 0);
-}
+/* outcomes of gated partitions: syncgate_gate_partition_outcomes_total (mirror/) */
+static const struct metric_def hold_metrics[] = {
+	{ &m_held, METRIC_GAUGE, "syncgate_held_responses", "Produce responses held by the sync gate now." },
+	{ &m_held_bytes, METRIC_GAUGE, "syncgate_held_bytes", "Bytes of Produce responses held by the sync gate now." },
+	{ &m_unknown_id, METRIC_COUNTER, "syncgate_unknown_topic_id_partitions_total",
+	  "Produce partitions failed safe because their TopicId could not be resolved to a name." },
+	{ &m_downmapped, METRIC_COUNTER, "syncgate_downmapped_errors_total",
+	  "Sync error codes down-mapped to NOT_ENOUGH_REPLICAS_AFTER_APPEND for Produce versions below 14." },
+};
 
 /* The source topic name of a request/response topic (v13: by TopicId). */
 static const char *topic_name(struct proxy_conn *c, const char *name, const uint8_t id[16])
@@ -299,7 +292,7 @@ static void hold_done_cb(void *arg, struct mirror_wait_part *parts, size_t npart
 int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov)
 {
-	hold_metrics_init();
+	METRIC_DEFS_GET(hold_metrics);
 	const struct proxy_produce_sum *req = e->produce;
 	if (!acks_gated(c, req->acks) || !any_topic_gated(c, req))
 		return 0;

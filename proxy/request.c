@@ -20,16 +20,17 @@ static struct metric *m_frames[2], *m_bytes_in, *m_acks0;
 
 static void request_metrics_init(void)
 {
+	static const struct metric_def defs[] = {
+		{ &m_bytes_in, METRIC_COUNTER, "syncgate_client_bytes_in_total", "Bytes received from clients." },
+		{ &m_acks0, METRIC_COUNTER, "syncgate_produce_acks0_requests_total",
+		  "acks=0 Produce requests (never gated, no response)." },
+	};
+	static const char *const apis[2] = { "Produce", "other" };
 	if (m_bytes_in)
 		return;
-	m_bytes_in = metric_get(METRIC_COUNTER, "syncgate_client_bytes_in_total",
-				"Bytes received from clients.", "", NULL, 0);
-	m_acks0 = metric_get(METRIC_COUNTER, "syncgate_produce_acks0_requests_total",
-			     "acks=0 Produce requests (never gated, no response).", "", NULL, 0);
-	m_frames[0] = metric_get(METRIC_COUNTER, "syncgate_requests_total",
-				 "Client requests by API.", "api=\"Produce\"", NULL, 0);
-	m_frames[1] = metric_get(METRIC_COUNTER, "syncgate_requests_total",
-				 "Client requests by API.", "api=\"other\"", NULL, 0);
+	METRIC_DEFS_GET(defs);
+	metric_family_get(METRIC_COUNTER, "syncgate_requests_total", "Client requests by API.", NULL, "api", apis, 2,
+			  m_frames);
 }
 
 void proxy_request_count(struct proxy_conn *c, size_t len, bool produce)

@@ -12,16 +12,11 @@
 
 static struct metric *m_bytes_out, *m_rewritten;
 
-static void response_metrics_init(void)
-{
-	if (m_bytes_out)
-		return;
-	m_bytes_out = metric_get(METRIC_COUNTER, "syncgate_upstream_bytes_in_total",
-				 "Bytes received from the broker.", "", NULL, 0);
-	m_rewritten = metric_get(METRIC_COUNTER, "syncgate_responses_rewritten_total",
-				 "Responses whose broker addresses or versions were rewritten.",
-				 "", NULL, 0);
-}
+static const struct metric_def response_metrics[] = {
+	{ &m_bytes_out, METRIC_COUNTER, "syncgate_upstream_bytes_in_total", "Bytes received from the broker." },
+	{ &m_rewritten, METRIC_COUNTER, "syncgate_responses_rewritten_total",
+	  "Responses whose broker addresses or versions were rewritten." },
+};
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
@@ -223,7 +218,7 @@ static struct response_plan response_plan(const struct proxy_entry *e)
 
 int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
-	response_metrics_init();
+	METRIC_DEFS_GET(response_metrics);
 	metric_add(m_bytes_out, (double)len + 4);
 	struct proxy_entry *e = in_flight_head(c, len);
 	if (!e)
@@ -345,7 +340,7 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 
 int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
-	response_metrics_init();
+	METRIC_DEFS_GET(response_metrics);
 	struct proxy_entry *e = in_flight_head(c, len);
 	if (!e)
 		return -1;

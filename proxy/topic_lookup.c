@@ -45,16 +45,14 @@ static void lookup_metrics_init(void)
 	m_lookups = metric_get(METRIC_COUNTER, "syncgate_topic_id_lookups_total",
 			       "Metadata requests by TopicId that syncgate sent its broker ahead of a "
 			       "request naming TopicIds it did not know.", "", NULL, 0);
-	for (int a = 0; a < PROXY_TOPIC_ID_API_COUNT; a++)
-		for (int d = 0; d < PROXY_TOPIC_ID_DECISION_COUNT; d++) {
-			char labels[64];
-			snprintf(labels, sizeof(labels), "api=\"%s\",decision=\"%s\"", api_names[a],
-				 decision_names[d]);
-			m_unresolved[a][d] = metric_get(METRIC_COUNTER, "syncgate_topic_id_unresolved_total",
-							"Partitions whose TopicId syncgate could not resolve to a "
-							"live topic with its own broker when it decided on them.",
-							labels, NULL, 0);
-		}
+	for (int a = 0; a < PROXY_TOPIC_ID_API_COUNT; a++) {
+		char api[32];
+		snprintf(api, sizeof(api), "api=\"%s\"", api_names[a]);
+		metric_family_get(METRIC_COUNTER, "syncgate_topic_id_unresolved_total",
+				  "Partitions whose TopicId syncgate could not resolve to a live topic with its "
+				  "own broker when it decided on them.", api, "decision", decision_names,
+				  PROXY_TOPIC_ID_DECISION_COUNT, m_unresolved[a]);
+	}
 }
 
 /* The ids an in-flight lookup of an entry asks for (its e->release frees it). */

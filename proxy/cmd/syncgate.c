@@ -74,11 +74,9 @@ static void process_metrics_init(struct syncgate *sg)
 	metric_set(metric_get(METRIC_GAUGE, "syncgate_start_time_seconds",
 			      "Start time of the process since the Unix epoch, seconds.", "", NULL, 0),
 		   (double)time(NULL));
-	static const char *const result[2] = { "result=\"failure\"", "result=\"success\"" };
-	for (int i = 0; i < 2; i++)
-		sg->m_reloads[i] = metric_get(METRIC_COUNTER, "syncgate_config_reloads_total",
-					      "Configuration reloads (SIGHUP) by result.", result[i],
-					      NULL, 0);
+	static const char *const result[2] = { "failure", "success" };
+	metric_family_get(METRIC_COUNTER, "syncgate_config_reloads_total", "Configuration reloads (SIGHUP) by result.",
+			  NULL, "result", result, 2, sg->m_reloads);
 	sg->m_reload_ok = metric_get(METRIC_GAUGE, "syncgate_config_last_reload_successful",
 				     "1 when the last reload succeeded (or none was tried), 0 when it failed.",
 				     "", NULL, 0);

@@ -38,6 +38,13 @@ size_t golden_read_hex(const char *path, uint8_t **out)
 	return n;
 }
 
+void golden_load_v(struct golden *g, const char *prefix, bool request, int16_t api_key, int16_t version)
+{
+	char name[64];
+	snprintf(name, sizeof(name), "%s_v%d", prefix, version);
+	golden_load(g, name, request, api_key, version);
+}
+
 void golden_load(struct golden *g, const char *name, bool request, int16_t api_key, int16_t version)
 {
 	char path[512];

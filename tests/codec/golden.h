@@ -15,6 +15,8 @@ struct golden {
 
 /** Load <name>.hex and locate the body (asserts on any failure). */
 void golden_load(struct golden *g, const char *name, bool request, int16_t api_key, int16_t version);
+/** golden_load() of <prefix>_v<version>.hex (e.g. "fetch_resp", 12). */
+void golden_load_v(struct golden *g, const char *prefix, bool request, int16_t api_key, int16_t version);
 void golden_free(struct golden *g);
 /** Load a hex file into a new buffer; returns its length. */
 size_t golden_read_hex(const char *path, uint8_t **out);

@@ -3,6 +3,7 @@
 #include <criterion/new/assert.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tests/codec/oracle/oracle.h"
 
@@ -92,4 +93,21 @@ Test(codec, api_table_says_what_syncgate_does_besides_forwarding)
 	cr_assert(eq(int, streamed, 1), "only Fetch is rewritten or clamped as it streams");
 	cr_assert(ne(int, codec_api_get(CODEC_API_FETCH)->does & CODEC_DOES_STREAM, 0));
 	cr_assert(eq(int, read, 4), "Metadata, SaslHandshake, ApiVersions, SaslAuthenticate are read");
+}
+
+Test(codec, api_decode_start_checks_the_version_zeroes_and_sets_the_encoding)
+{
+	uint8_t body[1] = { 0 };
+	struct codec_iov iov = { body, sizeof(body) };
+	struct { int a; char b[8]; } out;
+	struct codec_reader r;
+	memset(&out, 0x5a, sizeof(out));
+	cr_expect_not(codec_decode_start(&r, &iov, 1, CODEC_API_PRODUCE, 2, 3, 13, &out, sizeof(out)), "below min");
+	cr_expect(eq(int, out.a, 0), "zeroed even when refused");
+	cr_expect_not(codec_decode_start(&r, &iov, 1, CODEC_API_PRODUCE, 14, 3, 13, &out, sizeof(out)), "above max");
+	cr_assert(codec_decode_start(&r, &iov, 1, CODEC_API_PRODUCE, 8, 3, 13, &out, sizeof(out)));
+	cr_expect_not(r.flexible, "Produce v8 is classic");
+	cr_expect(eq(sz, r.off, 0));
+	cr_assert(codec_decode_start(&r, &iov, 1, CODEC_API_PRODUCE, 9, 3, 13, &out, sizeof(out)));
+	cr_expect(r.flexible, "Produce v9 is flexible");
 }

@@ -147,10 +147,8 @@ Test(codec, endpoints_describe_cluster)
 Test(codec, endpoints_produce_node_endpoints_tag_only)
 {
 	for (int16_t v = 3; v <= 13; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "produce_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_PRODUCE, v);
+		golden_load_v(&g, "produce_resp", false, CODEC_API_PRODUCE, v);
 		struct codec_iov body = golden_body(&g);
 		struct map m = {0};
 		struct codec_splice s;

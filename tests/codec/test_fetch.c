@@ -38,10 +38,8 @@ static int64_t be64(const uint8_t *p)
 Test(codec, fetch_response_scan_positions_point_at_offsets)
 {
 	for (int16_t v = 4; v <= 18; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "fetch_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_FETCH, v);
+		golden_load_v(&g, "fetch_resp", false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan s;
 		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &s)), (int64_t)(CODEC_OK)));

@@ -454,10 +454,8 @@ Test(codec, fetch_clamp_golden_frames_stay_decodable)
 {
 	/* frames written by Kafka's own serializers; captured Java/kcat frames */
 	for (int16_t v = 4; v <= 18; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "fetch_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_FETCH, v);
+		golden_load_v(&g, "fetch_resp", false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		for (int64_t m = -1; m < 6000; m = m < 10 ? m + 1 : m * 3) {
 			struct codec_fetch_clamp fc;

@@ -19,10 +19,8 @@ Test(codec, metadata_response_golden_roundtrip_v0_to_v13)
 Test(codec, metadata_response_fields)
 {
 	for (int16_t v = 0; v <= 13; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "metadata_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_METADATA, v);
+		golden_load_v(&g, "metadata_resp", false, CODEC_API_METADATA, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_metadata_response m;
 		cr_assert(eq(i64, (int64_t)(codec_metadata_response_decode(&body, 1, v, &m)), (int64_t)(CODEC_OK)));

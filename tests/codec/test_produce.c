@@ -229,10 +229,8 @@ Test(codec, produce_response_decodes_kip951_fields)
 Test(codec, produce_partition_fail_patches_and_reencodes)
 {
 	for (int16_t v = 3; v <= 13; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "produce_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_PRODUCE, v);
+		golden_load_v(&g, "produce_resp", false, CODEC_API_PRODUCE, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_produce_response m;
 		cr_assert(eq(i64, (int64_t)(codec_produce_response_decode(&body, 1, v, &m)), (int64_t)(CODEC_OK)));

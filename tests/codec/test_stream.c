@@ -41,10 +41,8 @@ static size_t walk(const uint8_t *body, size_t len, int16_t v, size_t chunk)
 Test(codec_stream, fetch_tail_offset_matches_the_scan_for_every_version_and_chunk)
 {
 	for (int16_t v = 4; v <= 18; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "fetch_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_FETCH, v);
+		golden_load_v(&g, "fetch_resp", false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan s;
 		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &s)), (int64_t)(CODEC_OK)));
@@ -59,10 +57,8 @@ Test(codec_stream, fetch_tail_offset_matches_the_scan_for_every_version_and_chun
 Test(codec_stream, truncated_bodies_never_reach_the_tail)
 {
 	for (int16_t v = 4; v <= 18; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "fetch_resp_v%d", v);
 		struct golden g;
-		golden_load(&g, name, false, CODEC_API_FETCH, v);
+		golden_load_v(&g, "fetch_resp", false, CODEC_API_FETCH, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_fetch_response_scan s;
 		cr_assert(eq(i64, (int64_t)(codec_fetch_response_scan(&body, 1, v, &s)), (int64_t)(CODEC_OK)));
@@ -277,10 +273,8 @@ static bool walk_produce(const uint8_t *body, size_t len, int16_t v, size_t chun
 Test(codec_stream, produce_scan_matches_the_decoder_for_every_version_and_chunk)
 {
 	for (int16_t v = 3; v <= 13; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "produce_req_v%d", v);
 		struct golden g;
-		golden_load(&g, name, true, CODEC_API_PRODUCE, v);
+		golden_load_v(&g, "produce_req", true, CODEC_API_PRODUCE, v);
 		struct codec_iov body = golden_body(&g);
 		struct codec_produce_request req;
 		cr_assert(eq(i64, (int64_t)(codec_produce_request_decode(&body, 1, v, &req)), (int64_t)(CODEC_OK)));
@@ -308,10 +302,8 @@ Test(codec_stream, produce_scan_matches_the_decoder_for_every_version_and_chunk)
 Test(codec_stream, produce_truncated_bodies_fail)
 {
 	for (int16_t v = 3; v <= 13; v++) {
-		char name[64];
-		snprintf(name, sizeof(name), "produce_req_v%d", v);
 		struct golden g;
-		golden_load(&g, name, true, CODEC_API_PRODUCE, v);
+		golden_load_v(&g, "produce_req", true, CODEC_API_PRODUCE, v);
 		struct codec_iov body = golden_body(&g);
 		for (size_t n = 0; n + 1 < body.len; n++) {
 			struct seen s;

@@ -3,22 +3,12 @@
  * and the exact `file:line:col: message` text syncgate prints for it.
  */
 #include "conf/conf.h"
+#include "tests/conf/errors_text.h"
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Errors as printed by conf_errors_write(). */
-static char *errors_text(const struct conf_errors *e)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-	conf_errors_write(e, f);
-	fclose(f);
-	return buf;
-}
 
 /* Every row loads "t.yaml" from `yaml` and must fail with exactly `want`. */
 static const struct error_case {
@@ -280,4 +270,20 @@ Test(conf, null_errs_is_allowed)
 {
 	struct conf *c = conf_load_string("t.yaml", "mode: x\n", 8, NULL);
 	cr_assert_null(c);
+}
+
+static char format_args_out[8];
+
+static void format_args_set(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void format_args_set(const char *fmt, ...)
+{
+	CONF_FORMAT_ARGS(format_args_out, fmt);
+}
+
+Test(conf, format_args_fills_the_array_and_cuts_to_fit)
+{
+	format_args_set("%s=%d", "a", 42);
+	cr_expect_str_eq(format_args_out, "a=42");
+	format_args_set("%s", "0123456789");
+	cr_expect_str_eq(format_args_out, "0123456", "cut to sizeof - 1, NUL-terminated");
 }

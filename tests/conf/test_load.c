@@ -3,6 +3,7 @@
  * secrets, host:port forms, sync topic matching, the reload check.
  */
 #include "conf/conf.h"
+#include "tests/conf/errors_text.h"
 
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -56,16 +57,6 @@ static char *subst_dir(const char *in, const char *dir)
 		}
 	}
 	fclose(m);
-	return buf;
-}
-
-static char *errors_text(const struct conf_errors *e)
-{
-	char *buf = NULL;
-	size_t n = 0;
-	FILE *f = open_memstream(&buf, &n);
-	conf_errors_write(e, f);
-	fclose(f);
 	return buf;
 }
 

@@ -217,3 +217,56 @@ Test(conf, metrics_pass_promtool_check)
 	cr_expect(passed, "promtool check metrics failed (status %d) on:\n%s", st, r);
 	free(r);
 }
+
+Test(conf, metrics_family_get_labels_each_series_in_order)
+{
+	static const char *const values[] = { "b\"x", "a" };
+	struct metric *out[2];
+	metric_family_get(METRIC_COUNTER, "sg_test_family_total", "Family.", "api=\"Fetch\"", "decision", values, 2,
+			  out);
+	metric_add(out[0], 1);
+	metric_add(out[1], 2);
+	cr_expect(eq(ptr, (void *)out[1], (void *)metric_get(METRIC_COUNTER, "sg_test_family_total", NULL,
+							       "api=\"Fetch\",decision=\"a\"", NULL, 0)));
+	struct metric *bare[1];
+	metric_family_get(METRIC_GAUGE, "sg_test_bare", "Bare.", NULL, "k", values + 1, 1, bare);
+	metric_set(bare[0], 7);
+	char *r = metrics_render();
+	cr_expect_str_eq(r,
+			 "# HELP sg_test_family_total Family.\n"
+			 "# TYPE sg_test_family_total counter\n"
+			 "sg_test_family_total{api=\"Fetch\",decision=\"b\\\"x\"} 1\n"
+			 "sg_test_family_total{api=\"Fetch\",decision=\"a\"} 2\n"
+			 "# HELP sg_test_bare Bare.\n"
+			 "# TYPE sg_test_bare gauge\n"
+			 "sg_test_bare{k=\"a\"} 7\n");
+	free(r);
+}
+
+static struct metric *defs_a, *defs_b;
+static const struct metric_def test_defs[] = {
+	{ &defs_a, METRIC_GAUGE, "sg_test_defs_a", "A now." },
+	{ &defs_b, METRIC_COUNTER, "sg_test_defs_b_total", "B seen." },
+};
+
+Test(conf, metrics_defs_get_registers_once)
+{
+	METRIC_DEFS_GET(test_defs);
+	struct metric *a = defs_a;
+	cr_assert(ne(ptr, (void *)a, NULL));
+	metric_set(defs_a, 3);
+	metric_add(defs_b, 1);
+	defs_b = NULL;
+	METRIC_DEFS_GET(test_defs); /* defs_a is set: nothing is looked up again */
+	cr_expect(eq(ptr, (void *)defs_a, (void *)a));
+	cr_expect(eq(ptr, (void *)defs_b, NULL));
+	char *r = metrics_render();
+	cr_expect_str_eq(r,
+			 "# HELP sg_test_defs_a A now.\n"
+			 "# TYPE sg_test_defs_a gauge\n"
+			 "sg_test_defs_a 3\n"
+			 "# HELP sg_test_defs_b_total B seen.\n"
+			 "# TYPE sg_test_defs_b_total counter\n"
+			 "sg_test_defs_b_total 1\n");
+	free(r);
+}

@@ -34,6 +34,7 @@ from confluent_kafka import Consumer, TopicPartition
 from faultdriver import sync_throughout
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS
+from sgfixture import compile_java as _compile_java
 
 # Each argument after the topic is "name/isolation/bootstrap/partition": one
 # KafkaConsumer per argument, assigned that partition from offset 0. Prints
@@ -112,12 +113,7 @@ public class FaultConsumers {
 
 def compile_java(out_dir: str) -> str:
     """Compile FaultConsumers (above) into out_dir; returns out_dir."""
-    src = os.path.join(out_dir, "FaultConsumers.java")
-    with open(src, "w") as f:
-        f.write(JAVA)
-    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", out_dir, src],
-                   check=True, capture_output=True, timeout=180)
-    return out_dir
+    return _compile_java(out_dir, "FaultConsumers.java", JAVA)
 
 
 @dataclass

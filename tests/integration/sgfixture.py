@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import time
 import urllib.request
 import uuid
@@ -28,6 +29,17 @@ SYNCGATE_BIN = os.environ.get("SYNCGATE_BIN", os.path.join(REPO, "build", "proxy
 
 
 KAFKA_LIBS = os.path.join(REPO, ".cache", "kafka-4.3.1", "libs")
+
+
+def compile_java(out_dir: str, filename: str, source: str) -> str:
+    """Write `source` as out_dir/filename and compile it against the Kafka
+    client jars into out_dir; returns out_dir (the class path to run it)."""
+    src = os.path.join(out_dir, filename)
+    with open(src, "w") as f:
+        f.write(source)
+    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", out_dir, src],
+                   check=True, capture_output=True, timeout=180)
+    return out_dir
 
 
 def java_tool(cls: str, *args: str, timeout: float = 300) -> str:

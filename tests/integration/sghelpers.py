@@ -100,6 +100,20 @@ def effective(sg, mirror: str, topic: str) -> str:
     return "UNKNOWN"
 
 
+def assert_held(c, seconds: float = 1.0, after: float = 60,
+                what: str = "a response arrived while a gating mirror was paused"):
+    """No response arrives on RawClient `c` for `seconds` (the produce is
+    held; nothing is read from `c`); then `c` waits up to `after` seconds."""
+    c.sock.settimeout(seconds)
+    try:
+        c._read_exact(4)
+        raise AssertionError(what)
+    except TimeoutError:
+        pass
+    finally:
+        c.sock.settimeout(after)
+
+
 def wait_sync(sg, mirror: str, topic: str, timeout: float = 60):
     wait_until(lambda: effective(sg, mirror, topic) == "SYNC", timeout=timeout,
                what=f"{mirror}/{topic} promoted to effective SYNC")

@@ -23,7 +23,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kafkabed import wait_until
 from rawkafka import RawClient, Reader, TAGS0, i32, string, uvarint
-from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from sghelpers import effective, gated_topic
 
 pytestmark = pytest.mark.kafka
@@ -78,12 +78,7 @@ public class ClampConsumer {
 
 @pytest.fixture(scope="module")
 def clamp_classes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("clampconsumer")
-    src = d / "ClampConsumer.java"
-    src.write_text(CLAMP_JAVA)
-    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", str(d), str(src)],
-                   check=True, capture_output=True, timeout=180)
-    return str(d)
+    return compile_java(str(tmp_path_factory.mktemp("clampconsumer")), "ClampConsumer.java", CLAMP_JAVA)
 
 
 def java_consumer(clamp_classes, bootstrap, topic, expect, start=None, total_ms=60000,

@@ -30,7 +30,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkabed import wait_until
 from rawkafka import RawClient
-from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from sghelpers import ctl
 from sghelpers import call, start, topic_state, wait_state, write_token
 
@@ -87,12 +87,7 @@ public class FailoverLoad {
 
 @pytest.fixture(scope="module")
 def load_classes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("failoverload")
-    src = d / "FailoverLoad.java"
-    src.write_text(FAILOVER_LOAD_JAVA)
-    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", str(d), str(src)],
-                   check=True, capture_output=True, timeout=180)
-    return str(d)
+    return compile_java(str(tmp_path_factory.mktemp("failoverload")), "FailoverLoad.java", FAILOVER_LOAD_JAVA)
 
 
 def sidecar(bed, make_syncgate, source, dest, topic, offsets="preserved", state_topic=None, **extra):

@@ -16,7 +16,7 @@ from rawkafka import RawClient
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
 
 from sghelpers import (NOT_ENOUGH_REPLICAS_AFTER_APPEND, REMOTE_CODE, TIMEOUT_CODE,  # noqa: F401 - shared
-                       effective, gated_setup, gated_topic, wait_sync)
+                       assert_held, effective, gated_setup, gated_topic, wait_sync)
 
 
 def test_every_ack_is_on_the_destination(make_syncgate, make_testmirror, source, dest,
@@ -92,13 +92,7 @@ def test_held_response_holds_later_responses_s1(make_syncgate, make_testmirror, 
     try:
         c1 = c.send(0, 9, produce_body(9, -1, 30000, {topic_name: {0: record_batch([b"x"])}}))
         c2 = c.send(3, 12, uvarint(0) + i8(0) + i8(0) + TAGS0)
-        c.sock.settimeout(1.5)
-        try:
-            c.recv()
-            raise AssertionError("a response overtook the held Produce response")
-        except TimeoutError:
-            pass
-        c.sock.settimeout(30)
+        assert_held(c, 1.5, after=30, what="a response overtook the held Produce response")
     finally:
         mirror.resume()
     # the timed-out read above consumed nothing: responses come in order

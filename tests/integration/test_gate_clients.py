@@ -26,7 +26,7 @@ import pytest
 from confluent_kafka import KafkaError, Producer
 
 from kafkabed import wait_until
-from sgfixture import KAFKA_LIBS, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from sghelpers import effective, gated_topic  # noqa: E402
 
 pytestmark = pytest.mark.kafka
@@ -150,12 +150,7 @@ def check_on_both(source, dest, topic, acked: dict, partitions=2):
 
 @pytest.fixture(scope="module")
 def ackcheck_classes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("ackcheck")
-    src = d / "AckCheck.java"
-    src.write_text(ACKCHECK_JAVA)
-    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", str(d), str(src)],
-                   check=True, capture_output=True, timeout=180)
-    return str(d)
+    return compile_java(str(tmp_path_factory.mktemp("ackcheck")), "AckCheck.java", ACKCHECK_JAVA)
 
 
 @pytest.mark.parametrize("idempotence", [True, False], ids=["idempotent", "plain"])

@@ -22,6 +22,7 @@ from confluent_kafka import Producer
 from kafkabed import wait_until
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sghelpers import assert_held
 
 pytestmark = pytest.mark.kafka
 
@@ -42,16 +43,17 @@ def wait_effective(sg, mirror: str, topic: str, want: str = "SYNC", timeout: flo
                what=f"{mirror}/{topic} effective {want}")
 
 
-def assert_held(c: RawClient, seconds: float = 1.0):
-    """No response arrives on `c` for `seconds` (the produce is held)."""
-    c.sock.settimeout(seconds)
-    try:
-        c._read_exact(4)
-        raise AssertionError("a response arrived while a gating mirror was paused")
-    except TimeoutError:
-        pass
-    finally:
-        c.sock.settimeout(60)
+def produce_times_out_naming(c: RawClient, topic: str, mirror: str) -> None:
+    """A Produce to `topic` with TimeoutMs 3 s while `mirror` does not copy
+    it: answered NOT_ENOUGH_REPLICAS_AFTER_APPEND naming the mirror, after
+    2 to 4 s."""
+    t0 = time.monotonic()
+    r = c.produce(topic, 0, [b"paused"], version=9, timeout_ms=3000)
+    waited = time.monotonic() - t0
+    (x,) = r.topics[topic]
+    assert x.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, x
+    assert x.error_message.startswith(f"mirror {mirror}:"), x
+    assert 2.0 <= waited <= 4.0, waited
 
 
 def send_held(c: RawClient, topic: str, value: bytes, timeout_ms: int = 60000) -> None:
@@ -239,13 +241,7 @@ def test_tail_progress_zero_rpo_and_pause_cycle(make_syncgate, make_testmirror, 
           f"ungated {plain[0]:.1f}/{plain[1]:.1f} ms")
     mirror.pause()
     try:
-        t0 = time.monotonic()
-        r = c.produce(topic_name, 0, [b"paused"], version=9, timeout_ms=3000)
-        waited = time.monotonic() - t0
-        (x,) = r.topics[topic_name]
-        assert x.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, x
-        assert x.error_message.startswith("mirror tail:"), x
-        assert 2.0 <= waited <= 4.0, waited
+        produce_times_out_naming(c, topic_name, "tail")
         send_held(c, topic_name, b"held")
         assert_held(c, 1.0)
     finally:
@@ -276,13 +272,7 @@ def test_mm2_pause_timeout_resume_cycle(make_syncgate, make_mm2, source, dest, t
     assert x.error_code == 0, x
     mm2.pause()
     try:
-        t0 = time.monotonic()
-        r = c.produce(topic_name, 0, [b"paused"], version=9, timeout_ms=3000)
-        waited = time.monotonic() - t0
-        (x,) = r.topics[topic_name]
-        assert x.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, x
-        assert x.error_message.startswith("mirror mm:"), x
-        assert 2.0 <= waited <= 4.0, waited
+        produce_times_out_naming(c, topic_name, "mm")
         n_dst = dest.high_watermark(topic_name, 0)
         send_held(c, topic_name, b"held", timeout_ms=60000)
         assert_held(c, 1.5)

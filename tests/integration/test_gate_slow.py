@@ -22,7 +22,8 @@ import pytest
 from kafkabed import wait_until
 from rawkafka import RawClient, parse_produce_response, produce_body, record_batch
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from test_gate_multi import assert_held, wait_effective
+from sghelpers import assert_held
+from test_gate_multi import wait_effective
 
 pytestmark = pytest.mark.kafka
 

@@ -27,12 +27,11 @@ from sghelpers import (call, describe, lifecycle_extra, results, setup_topic,  #
                        start, state_records, topic_state, wait_state, write_token)
 
 
-# -- tests --------------------------------------------------------------------
-
-def test_two_sidecars_alter_async_obeyed_by_both_within_1s(
-        bed, make_syncgate, make_testmirror, source, dest, topic_name):
-    """An operator intent written through one sidecar is applied by every
-    sidecar sharing the state log (log order), within a second."""
+def two_sync_sidecars(bed, make_syncgate, make_testmirror, source, dest, topic_name):
+    """`topic_name` on both clusters with the test mirror copying it, and
+    sidecars A and B sharing a fresh state log (and admin token) with mirror
+    dr desiring it SYNC. Returns (mirror, state topic, a, b) once both see it
+    effective SYNC."""
     setup_topic(source, dest, topic_name)
     mirror = make_testmirror([topic_name])
     st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
@@ -41,6 +40,16 @@ def test_two_sidecars_alter_async_obeyed_by_both_within_1s(
     b = start(make_syncgate, source, mirrors, st, tok, name="sg-b")
     for sg in (a, b):
         wait_state(sg, "dr", topic_name, effective="SYNC")
+    return mirror, st, a, b
+
+
+# -- tests --------------------------------------------------------------------
+
+def test_two_sidecars_alter_async_obeyed_by_both_within_1s(
+        bed, make_syncgate, make_testmirror, source, dest, topic_name):
+    """An operator intent written through one sidecar is applied by every
+    sidecar sharing the state log (log order), within a second."""
+    mirror, st, a, b = two_sync_sidecars(bed, make_syncgate, make_testmirror, source, dest, topic_name)
     # one decider at a time
     wait_until(lambda: [describe(a)["decider"], describe(b)["decider"]].count(True) == 1, timeout=30,
                what="exactly one decider")
@@ -81,14 +90,7 @@ def test_release_while_stale_promotion_in_flight_is_rejected_by_every_sidecar(
     RecoveryPromotion) lands in the log: every sidecar rejects it
     (RELEASED_FRESH_PROMOTION_REQUIRED), sync is not silently re-established,
     pendingRecoveryPromotion and RetryAttempt are set."""
-    setup_topic(source, dest, topic_name)
-    mirror = make_testmirror([topic_name])
-    st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
-    mirrors = [mirror_conf("dr", dest, [topic_name])]
-    a = start(make_syncgate, source, mirrors, st, tok, name="sg-a")
-    b = start(make_syncgate, source, mirrors, st, tok, name="sg-b")
-    for sg in (a, b):
-        wait_state(sg, "dr", topic_name, effective="SYNC")
+    mirror, st, a, b = two_sync_sidecars(bed, make_syncgate, make_testmirror, source, dest, topic_name)
     # destination falls behind (so no recovery can fire during the race)
     mirror.pause()
     try:

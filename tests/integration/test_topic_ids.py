@@ -13,6 +13,7 @@ and recreated (new TopicId) while a consumer reads through another sidecar."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import threading
@@ -21,7 +22,7 @@ import time
 import pytest
 
 from kafkabed import wait_until
-from sgfixture import KAFKA_LIBS, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sgfixture import KAFKA_LIBS, compile_java, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from test_consumer_clamp import progress
 from sghelpers import wait_sync
 
@@ -82,12 +83,7 @@ public class TidConsumer {
 
 @pytest.fixture(scope="module")
 def tid_classes(tmp_path_factory):
-    d = tmp_path_factory.mktemp("tidconsumer")
-    src = d / "TidConsumer.java"
-    src.write_text(TID_JAVA)
-    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", str(d), str(src)],
-                   check=True, capture_output=True, timeout=180)
-    return str(d)
+    return compile_java(str(tmp_path_factory.mktemp("tidconsumer")), "TidConsumer.java", TID_JAVA)
 
 
 class TidRun:
@@ -173,16 +169,33 @@ def fill(source, dest, sg, mirror, g, u):
     assert source.high_watermark(g, 0) == 20 and dest.high_watermark(g, 0) == 10
 
 
+@contextlib.contextmanager
+def paused_scene(tid_classes, make_syncgate, make_testmirror, source, dest, topic_name, total_ms=90000):
+    """The scene of the tests below: G gated and U not (gated_and_ungated),
+    sidecars A and B (two_sidecars), filled with the mirror paused after 10
+    of G (fill), and a TidConsumer bootstrapping at B that reads U:0 and G:0
+    for up to `total_ms`. Yields (g, u, mirror, a, run); on the way out the
+    mirror resumes and the consumer is stopped."""
+    g, u, mirror = gated_and_ungated(source, dest, make_testmirror, topic_name)
+    a, b = two_sidecars(source, dest, make_syncgate, g)
+    run = None
+    try:
+        fill(source, dest, a, mirror, g, u)
+        run = TidRun(tid_classes, b.bootstrap, [f"{u}:0", f"{g}:0"], 1000, total_ms)
+        yield g, u, mirror, a, run
+    finally:
+        mirror.resume()
+        if run:
+            run.kill()
+
+
 def test_consumer_metadata_through_another_sidecar(tid_classes, make_syncgate, make_testmirror,
                                                     source, dest, topic_name):
     """The input of the report: a Java 4.3.1 consumer bootstraps at B and
     fetches U and G (Fetch v17, TopicIds only) through A, which never saw
     their Metadata. All of U at once, G up to the mirrored HW at once."""
-    g, u, mirror = gated_and_ungated(source, dest, make_testmirror, topic_name)
-    a, b = two_sidecars(source, dest, make_syncgate, g)
-    try:
-        fill(source, dest, a, mirror, g, u)
-        run = TidRun(tid_classes, b.bootstrap, [f"{u}:0", f"{g}:0"], 1000, 60000)
+    with paused_scene(tid_classes, make_syncgate, make_testmirror, source, dest, topic_name,
+                      total_ms=60000) as (g, u, mirror, a, run):
         wait_until(lambda: len(run.of(u)) == 20 and len(run.of(g)) == 10, timeout=20,
                    what=f"all of U and G up to the mirrored HW (got U {len(run.of(u))}, "
                         f"G {len(run.of(g))})")
@@ -198,9 +211,6 @@ def test_consumer_metadata_through_another_sidecar(tid_classes, make_syncgate, m
         mirror.resume()
         wait_until(lambda: len(run.of(g)) == 20, timeout=30, what="the rest of G once mirrored")
         assert run.of(g) == list(range(20))
-    finally:
-        mirror.resume()
-        run.kill()
     # A never answered a Metadata request of this consumer: it asked its broker
     assert "topic_ids_learn" in a.log()
 
@@ -211,12 +221,8 @@ def test_sidecar_restarted_consumer_continues(tid_classes, make_syncgate, make_t
     through the other sidecar): once the restarted one has read its state
     log, the consumer gets new records of U at once and G up to the mirrored
     HW — no wait for a metadata refresh."""
-    g, u, mirror = gated_and_ungated(source, dest, make_testmirror, topic_name)
-    a, b = two_sidecars(source, dest, make_syncgate, g)
-    run = None
-    try:
-        fill(source, dest, a, mirror, g, u)
-        run = TidRun(tid_classes, b.bootstrap, [f"{u}:0", f"{g}:0"], 1000, 90000)
+    with paused_scene(tid_classes, make_syncgate, make_testmirror, source, dest,
+                      topic_name) as (g, u, mirror, a, run):
         wait_until(lambda: len(run.of(u)) == 20 and len(run.of(g)) == 10, timeout=20,
                    what="the first records")
         a.stop()
@@ -232,10 +238,6 @@ def test_sidecar_restarted_consumer_continues(tid_classes, make_syncgate, make_t
         mirror.resume()
         wait_until(lambda: len(run.of(g)) == 20, timeout=30, what="G once mirrored")
         print(f"\nafter the restart: U's 10 new records {got_u:.2f} s after A was ready")
-    finally:
-        mirror.resume()
-        if run:
-            run.kill()
 
 
 def test_topic_recreated_consumer_through_another_sidecar(tid_classes, make_syncgate, make_testmirror,
@@ -244,12 +246,8 @@ def test_topic_recreated_consumer_through_another_sidecar(tid_classes, make_sync
     consumer (Metadata through B) reads it through A: A attributes none of
     the old topic's records to the new one and withholds nothing of it (U is
     not gated); G, gated, stays clamped throughout."""
-    g, u, mirror = gated_and_ungated(source, dest, make_testmirror, topic_name)
-    a, b = two_sidecars(source, dest, make_syncgate, g)
-    run = None
-    try:
-        fill(source, dest, a, mirror, g, u)
-        run = TidRun(tid_classes, b.bootstrap, [f"{u}:0", f"{g}:0"], 1000, 90000)
+    with paused_scene(tid_classes, make_syncgate, make_testmirror, source, dest,
+                      topic_name) as (g, u, mirror, a, run):
         wait_until(lambda: len(run.of(u)) == 20, timeout=20, what="old U")
         source.delete_topic(u)
         wait_until(lambda: u not in source.topics(), timeout=30, what="U deleted")
@@ -267,10 +265,6 @@ def test_topic_recreated_consumer_through_another_sidecar(tid_classes, make_sync
         assert run.of(g) == list(range(10)), "G stays clamped to the mirrored HW"
         print(f"\nnew U's 5 records {max(t for t, tp, *_ in run.recs if tp == u) - recreated:.2f} s "
               f"after they were produced")
-    finally:
-        mirror.resume()
-        if run:
-            run.kill()
 
 
 @pytest.fixture(scope="module")
@@ -388,12 +382,8 @@ def test_gated_topic_recreated_new_records_wait_for_the_mirror(tid_classes, make
     the new topic's records may be shown as mirrored — the old topic's
     progress is not attributed to the new one (the consumer's offset reset,
     ListOffsets, is answered clamped too)."""
-    g, u, mirror = gated_and_ungated(source, dest, make_testmirror, topic_name)
-    a, b = two_sidecars(source, dest, make_syncgate, g)
-    run = None
-    try:
-        fill(source, dest, a, mirror, g, u)
-        run = TidRun(tid_classes, b.bootstrap, [f"{u}:0", f"{g}:0"], 1000, 90000)
+    with paused_scene(tid_classes, make_syncgate, make_testmirror, source, dest,
+                      topic_name) as (g, u, mirror, a, run):
         wait_until(lambda: len(run.of(g)) == 10, timeout=20, what="old G up to the mirrored HW")
         source.delete_topic(g)
         wait_until(lambda: g not in source.topics(), timeout=30, what="G deleted")
@@ -407,7 +397,3 @@ def test_gated_topic_recreated_new_records_wait_for_the_mirror(tid_classes, make
         new = [(o, v) for _, tp, o, v in run.recs if tp == g and v.startswith("newg")]
         assert new == [], f"records of the recreated G shown before any mirror copied them: {new}"
         assert run.of(g) == list(range(10)), "only the old G's mirrored records"
-    finally:
-        mirror.resume()
-        if run:
-            run.kill()

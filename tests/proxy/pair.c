@@ -78,3 +78,28 @@ void pair_gate_progress(struct fixture *f, int32_t npartitions, int64_t progress
 		cr_assert(eq(i64, mhw, progress), "orders[%d] mirrored HW", p);
 	}
 }
+
+void pair_frame_seal(struct codec_buf *b)
+{
+	cr_assert(eq(int, b->err, CODEC_OK), "the test frame was written whole");
+	cr_assert(ge(sz, b->len, 4));
+	uint32_t len = (uint32_t)(b->len - 4);
+	b->data[0] = (uint8_t)(len >> 24);
+	b->data[1] = (uint8_t)(len >> 16);
+	b->data[2] = (uint8_t)(len >> 8);
+	b->data[3] = (uint8_t)len;
+}
+
+size_t pair_request_to_broker(struct fixture *f, const struct codec_buf *b)
+{
+	cr_assert(eq(i64, (int64_t)(write(f->cl, b->data, b->len)), (int64_t)((ssize_t)b->len)));
+	uint8_t tmp[4096];
+	size_t got = 0;
+	for (int i = 0; i < 200 && got < b->len; i++) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		ssize_t r = read(f->up, tmp, sizeof(tmp));
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return got;
+}

@@ -7,6 +7,8 @@
 #ifndef SYNCGATE_TESTS_PROXY_PAIR_H
 #define SYNCGATE_TESTS_PROXY_PAIR_H
 
+#include <stdint.h>
+
 #include "proxy/datapath.h"
 
 struct fixture {
@@ -39,5 +41,23 @@ void pair_fini(struct fixture *f);
  * gate requires): afterwards the mirrored HW of each is `progress`.
  */
 void pair_gate_progress(struct fixture *f, int32_t npartitions, int64_t progress);
+
+/*
+ * Frames the tests send are built with the codec's writer (codec_write_*)
+ * into a codec_buf without a limit: PAIR_BUF for classic encoding,
+ * PAIR_FLEX_BUF where codec_write_str() writes compact strings (flexible
+ * versions). codec_buf_free() them.
+ */
+#define PAIR_BUF { .limit = SIZE_MAX }
+#define PAIR_FLEX_BUF { .limit = SIZE_MAX, .flexible = true }
+
+/* Set the size prefix of the frame in `b` (its first 4 bytes, written as a
+ * placeholder) to the length of the rest. */
+void pair_frame_seal(struct codec_buf *b);
+
+/* Write the frame in `b` at the client's end (asserting it all goes) and run
+ * the loop until the broker's end has read as many bytes, which it drops;
+ * returns how many it read (less after 200 rounds without them). */
+size_t pair_request_to_broker(struct fixture *f, const struct codec_buf *b);
 
 #endif

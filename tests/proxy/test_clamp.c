@@ -35,16 +35,6 @@ static void fixture_init(struct fixture *f, int64_t progress)
 	set_progress(f, progress);
 }
 
-/* The size prefix of a frame written from offset 4 on. */
-static void seal(struct codec_buf *b)
-{
-	uint32_t n = (uint32_t)(b->len - 4);
-	b->data[0] = (uint8_t)(n >> 24);
-	b->data[1] = (uint8_t)(n >> 16);
-	b->data[2] = (uint8_t)(n >> 8);
-	b->data[3] = (uint8_t)n;
-}
-
 /* A consumer's Fetch v4 request for orders[0] from offset 10, MaxWaitMs 10 s. */
 static void client_fetch4(struct fixture *f, int32_t correlation_id)
 {
@@ -67,17 +57,8 @@ static void client_fetch4(struct fixture *f, int32_t correlation_id)
 	codec_write_i64(&b, 10);           /* FetchOffset */
 	codec_write_i32(&b, 1 << 20);      /* PartitionMaxBytes */
 	cr_assert(eq(i64, (int64_t)(b.err), (int64_t)(CODEC_OK)));
-	seal(&b);
-	cr_assert(eq(i64, (int64_t)(write(f->cl, b.data, b.len)), (int64_t)((ssize_t)b.len)));
-	uint8_t tmp[4096];
-	size_t got = 0;
-	for (int i = 0; i < 200 && got < b.len; i++) {
-		loop_once(f);
-		ssize_t r = read(f->up, tmp, sizeof(tmp));
-		if (r > 0)
-			got += (size_t)r;
-	}
-	cr_assert(eq(i64, (int64_t)(got), (int64_t)(b.len)), "the request reaches the broker");
+	pair_frame_seal(&b);
+	cr_assert(eq(i64, (int64_t)(pair_request_to_broker(f, &b)), (int64_t)(b.len)), "the request reaches the broker");
 	codec_buf_free(&b);
 }
 
@@ -126,7 +107,7 @@ static void broker_fetch4(struct codec_buf *b, int32_t correlation_id, int64_t h
 	write_batch(b, 10);
 	write_batch(b, 20);
 	cr_assert(eq(i64, (int64_t)(b->err), (int64_t)(CODEC_OK)));
-	seal(b);
+	pair_frame_seal(b);
 }
 
 /* Read what the client has into `out` (at most `cap` bytes); returns the count. */

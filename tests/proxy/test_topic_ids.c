@@ -110,68 +110,40 @@ Test(topic_ids, grows_and_keeps_every_pair)
 
 static const char *yaml = PAIR_GATED_YAML "advertise:\n  template: \"127.0.0.1:19092\"\n";
 
-struct buf {
-	uint8_t p[4096];
-	size_t n;
-};
-
-static void put(struct buf *b, const void *p, size_t n)
-{
-	cr_assert(le(i64, (int64_t)(b->n + n), (int64_t)(sizeof(b->p))));
-	memcpy(b->p + b->n, p, n);
-	b->n += n;
-}
-static void put8(struct buf *b, uint8_t v) { put(b, &v, 1); }
-static void put16(struct buf *b, int16_t v) { uint8_t x[2] = { (uint8_t)(v >> 8), (uint8_t)v }; put(b, x, 2); }
-static void put32(struct buf *b, int32_t v)
-{
-	uint8_t x[4] = { (uint8_t)(v >> 24), (uint8_t)(v >> 16), (uint8_t)(v >> 8), (uint8_t)v };
-	put(b, x, 4);
-}
-static void put64(struct buf *b, int64_t v) { put32(b, (int32_t)(v >> 32)); put32(b, (int32_t)v); }
-static void seal(struct buf *b)
-{
-	uint32_t len = (uint32_t)b->n - 4;
-	b->p[0] = (uint8_t)(len >> 24);
-	b->p[1] = (uint8_t)(len >> 16);
-	b->p[2] = (uint8_t)(len >> 8);
-	b->p[3] = (uint8_t)len;
-}
-
 /* A consumer Fetch v17 naming `n` TopicIds (partition 0 each). */
-static void fetch_v17(struct buf *b, int32_t correlation_id, uint8_t (*ids)[16], size_t n)
+static void fetch_v17(struct codec_buf *b, int32_t correlation_id, uint8_t (*ids)[16], size_t n)
 {
-	b->n = 0;
-	put32(b, 0);
-	put16(b, CODEC_API_FETCH);
-	put16(b, 17);
-	put32(b, correlation_id);
-	put16(b, 4);
-	put(b, "java", 4);
-	put8(b, 0);                  /* header tags */
-	put32(b, 500);               /* MaxWaitMs */
-	put32(b, 1);                 /* MinBytes */
-	put32(b, 1 << 20);           /* MaxBytes */
-	put8(b, 0);                  /* IsolationLevel */
-	put32(b, 0);                 /* SessionId */
-	put32(b, -1);                /* SessionEpoch */
-	put8(b, (uint8_t)(n + 1));   /* Topics */
+	b->len = 0;
+	codec_write_i32(b, 0);
+	codec_write_i16(b, CODEC_API_FETCH);
+	codec_write_i16(b, 17);
+	codec_write_i32(b, correlation_id);
+	codec_write_i16(b, 4);
+	codec_write_raw(b, "java", 4);
+	codec_write_i8(b, 0);                  /* header tags */
+	codec_write_i32(b, 500);               /* MaxWaitMs */
+	codec_write_i32(b, 1);                 /* MinBytes */
+	codec_write_i32(b, 1 << 20);           /* MaxBytes */
+	codec_write_i8(b, 0);                  /* IsolationLevel */
+	codec_write_i32(b, 0);                 /* SessionId */
+	codec_write_i32(b, -1);                /* SessionEpoch */
+	codec_write_i8(b, (uint8_t)(n + 1));   /* Topics */
 	for (size_t i = 0; i < n; i++) {
-		put(b, ids[i], 16);
-		put8(b, 2);          /* one partition */
-		put32(b, 0);
-		put32(b, -1);
-		put64(b, 0);
-		put32(b, -1);
-		put64(b, -1);
-		put32(b, 1 << 20);
-		put8(b, 0);
-		put8(b, 0);          /* topic tags */
+		codec_write_raw(b, ids[i], 16);
+		codec_write_i8(b, 2);          /* one partition */
+		codec_write_i32(b, 0);
+		codec_write_i32(b, -1);
+		codec_write_i64(b, 0);
+		codec_write_i32(b, -1);
+		codec_write_i64(b, -1);
+		codec_write_i32(b, 1 << 20);
+		codec_write_i8(b, 0);
+		codec_write_i8(b, 0);          /* topic tags */
 	}
-	put8(b, 1);                  /* ForgottenTopicsData */
-	put8(b, 1);                  /* RackId "" */
-	put8(b, 0);
-	seal(b);
+	codec_write_i8(b, 1);                  /* ForgottenTopicsData */
+	codec_write_i8(b, 1);                  /* RackId "" */
+	codec_write_i8(b, 0);
+	pair_frame_seal(b);
 }
 
 /* Everything the broker's end can read now (after running the loop). */
@@ -207,34 +179,34 @@ static size_t frames(const uint8_t *p, size_t n, int16_t *keys, size_t cap, size
 }
 
 /* The broker's answer to a lookup: Metadata v12, `n` topics named. */
-static void metadata_v12_answer(struct buf *b, uint8_t (*ids)[16], const char **names, const int16_t *errors,
+static void metadata_v12_answer(struct codec_buf *b, uint8_t (*ids)[16], const char **names, const int16_t *errors,
 				size_t n)
 {
-	b->n = 0;
-	put32(b, 0);
-	put32(b, -1);     /* CorrelationId */
-	put8(b, 0);       /* header tags */
-	put32(b, 0);      /* ThrottleTimeMs */
-	put8(b, 1);       /* Brokers: none */
-	put8(b, 0);       /* ClusterId null */
-	put32(b, 1);      /* ControllerId */
-	put8(b, (uint8_t)(n + 1));
+	b->len = 0;
+	codec_write_i32(b, 0);
+	codec_write_i32(b, -1);     /* CorrelationId */
+	codec_write_i8(b, 0);       /* header tags */
+	codec_write_i32(b, 0);      /* ThrottleTimeMs */
+	codec_write_i8(b, 1);       /* Brokers: none */
+	codec_write_i8(b, 0);       /* ClusterId null */
+	codec_write_i32(b, 1);      /* ControllerId */
+	codec_write_i8(b, (uint8_t)(n + 1));
 	for (size_t i = 0; i < n; i++) {
-		put16(b, errors[i]);
+		codec_write_i16(b, errors[i]);
 		if (names[i]) {
-			put8(b, (uint8_t)(strlen(names[i]) + 1));
-			put(b, names[i], strlen(names[i]));
+			codec_write_i8(b, (uint8_t)(strlen(names[i]) + 1));
+			codec_write_raw(b, names[i], strlen(names[i]));
 		} else {
-			put8(b, 0);
+			codec_write_i8(b, 0);
 		}
-		put(b, ids[i], 16);
-		put8(b, 0);        /* IsInternal */
-		put8(b, 1);        /* Partitions: none */
-		put32(b, INT32_MIN);
-		put8(b, 0);
+		codec_write_raw(b, ids[i], 16);
+		codec_write_i8(b, 0);        /* IsInternal */
+		codec_write_i8(b, 1);        /* Partitions: none */
+		codec_write_i32(b, INT32_MIN);
+		codec_write_i8(b, 0);
 	}
-	put8(b, 0);
-	seal(b);
+	codec_write_i8(b, 0);
+	pair_frame_seal(b);
 }
 
 Test(topic_lookup, fetch_naming_unknown_ids_is_preceded_by_one_lookup_for_them)
@@ -245,9 +217,9 @@ Test(topic_lookup, fetch_naming_unknown_ids_is_preceded_by_one_lookup_for_them)
 	for (int i = 0; i < 3; i++)
 		id_of(ids[i], 100 + i);
 	proxy_topic_ids_learn(f.srv.topic_ids, ids[1], "known", PROXY_TOPIC_ID_SEEN);
-	struct buf req;
+	struct codec_buf req = PAIR_BUF;
 	fetch_v17(&req, 7, ids, 3);
-	cr_assert(eq(i64, (int64_t)(write(f.cl, req.p, req.n)), (int64_t)((ssize_t)req.n)));
+	cr_assert(eq(i64, (int64_t)(write(f.cl, req.data, req.len)), (int64_t)((ssize_t)req.len)));
 	uint8_t up[16384];
 	size_t n = broker_read(&f, up, sizeof(up));
 	int16_t keys[4];
@@ -255,8 +227,8 @@ Test(topic_lookup, fetch_naming_unknown_ids_is_preceded_by_one_lookup_for_them)
 	cr_assert(eq(i64, (int64_t)(frames(up, n, keys, 4, &first)), (int64_t)(2)), "a lookup, then the Fetch");
 	cr_assert(eq(i64, (int64_t)(keys[0]), (int64_t)(CODEC_API_METADATA)));
 	cr_assert(eq(i64, (int64_t)(keys[1]), (int64_t)(CODEC_API_FETCH)));
-	cr_assert(eq(i64, (int64_t)(n - first), (int64_t)(req.n)), "the Fetch goes upstream byte for byte");
-	cr_assert_not(memcmp(up + first, req.p, req.n));
+	cr_assert(eq(i64, (int64_t)(n - first), (int64_t)(req.len)), "the Fetch goes upstream byte for byte");
+	cr_assert_not(memcmp(up + first, req.data, req.len));
 	/* Metadata v12, correlation id -1, two topics by id (the known one not asked) */
 	cr_assert(eq(i64, (int64_t)(up[6]), (int64_t)(0)));
 	cr_assert(eq(i64, (int64_t)(up[7]), (int64_t)(12)));
@@ -269,20 +241,20 @@ Test(topic_lookup, fetch_naming_unknown_ids_is_preceded_by_one_lookup_for_them)
 
 	/* a second Fetch while the lookup is in flight: nothing asked again */
 	fetch_v17(&req, 8, ids, 3);
-	cr_assert(eq(i64, (int64_t)(write(f.cl, req.p, req.n)), (int64_t)((ssize_t)req.n)));
+	cr_assert(eq(i64, (int64_t)(write(f.cl, req.data, req.len)), (int64_t)((ssize_t)req.len)));
 	n = broker_read(&f, up, sizeof(up));
 	cr_assert(eq(i64, (int64_t)(frames(up, n, keys, 4, &first)), (int64_t)(1)));
 	cr_assert(eq(i64, (int64_t)(keys[0]), (int64_t)(CODEC_API_FETCH)));
 
 	/* the broker answers the lookup: one id is a topic, one it does not know */
-	struct buf ans;
+	struct codec_buf ans = PAIR_BUF;
 	uint8_t asked[2][16];
 	memcpy(asked[0], ids[0], 16);
 	memcpy(asked[1], ids[2], 16);
 	const char *names[2] = { "orders", NULL };
 	const int16_t errs[2] = { 0, CODEC_ERROR_UNKNOWN_TOPIC_ID };
 	metadata_v12_answer(&ans, asked, names, errs, 2);
-	cr_assert(eq(i64, (int64_t)(write(f.up, ans.p, ans.n)), (int64_t)((ssize_t)ans.n)));
+	cr_assert(eq(i64, (int64_t)(write(f.up, ans.data, ans.len)), (int64_t)((ssize_t)ans.len)));
 	for (int i = 0; i < 20; i++)
 		event_base_loop(f.base, EVLOOP_NONBLOCK);
 	cr_assert_str_eq(proxy_topic_ids_name(f.srv.topic_ids, ids[0]), "orders");
@@ -294,6 +266,8 @@ Test(topic_lookup, fetch_naming_unknown_ids_is_preceded_by_one_lookup_for_them)
 	uint8_t wanted[4][16];
 	cr_assert(eq(i64, (int64_t)(proxy_topic_lookup_wanted(f.c, (const uint8_t (*)[16])ids, 3, wanted, 4)), (int64_t)(1)));
 	cr_assert_not(memcmp(wanted[0], ids[2], 16));
+	codec_buf_free(&req);
+	codec_buf_free(&ans);
 	pair_fini(&f);
 }
 
@@ -314,15 +288,16 @@ Test(topic_lookup, ids_met_unresolved_in_a_response_are_asked_ahead_of_the_next_
 	uint8_t known[1][16];
 	id_of(known[0], 301);
 	proxy_topic_ids_learn(f.srv.topic_ids, known[0], "orders", PROXY_TOPIC_ID_SEEN);
-	struct buf req;
+	struct codec_buf req = PAIR_BUF;
 	fetch_v17(&req, 9, known, 1);
-	cr_assert(eq(i64, (int64_t)(write(f.cl, req.p, req.n)), (int64_t)((ssize_t)req.n)));
+	cr_assert(eq(i64, (int64_t)(write(f.cl, req.data, req.len)), (int64_t)((ssize_t)req.len)));
 	uint8_t up[8192];
 	size_t n = broker_read(&f, up, sizeof(up)), first = 0;
 	int16_t keys[4];
 	cr_assert(eq(i64, (int64_t)(frames(up, n, keys, 4, &first)), (int64_t)(2)));
 	cr_assert(eq(i64, (int64_t)(keys[0]), (int64_t)(CODEC_API_METADATA)));
 	cr_assert(eq(i64, (int64_t)(f.c->nlookup_pending), (int64_t)(0)));
+	codec_buf_free(&req);
 	pair_fini(&f);
 }
 
