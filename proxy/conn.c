@@ -54,13 +54,16 @@ static void conn_metrics_init(void)
 		return;
 	m_conns = metric_get(METRIC_GAUGE, "syncgate_client_connections",
 			     "Client connections open now.", "", NULL, 0);
-	proxy_conn_m_accepted = metric_get(METRIC_COUNTER, "syncgate_client_connections_accepted_total",
-				"Client connections accepted.", "", NULL, 0);
-	proxy_conn_m_rejected_frames = metric_get(METRIC_COUNTER, "syncgate_rejected_frames_total",
-				       "Frames refused (oversized, malformed, TLS or HTTP on a plaintext port).",
-				       "", NULL, 0);
-	proxy_conn_m_connect_fail = metric_get(METRIC_COUNTER, "syncgate_upstream_connect_failures_total",
-				    "Upstream broker connections that failed or timed out.", "", NULL, 0);
+	proxy_conn_m_accepted =
+		metric_get(METRIC_COUNTER, "syncgate_client_connections_accepted_total",
+			   "Client connections accepted.", "", NULL, 0);
+	proxy_conn_m_rejected_frames =
+		metric_get(METRIC_COUNTER, "syncgate_rejected_frames_total",
+			   "Frames refused (oversized, malformed, TLS or HTTP on a plaintext port).",
+			   "", NULL, 0);
+	proxy_conn_m_connect_fail =
+		metric_get(METRIC_COUNTER, "syncgate_upstream_connect_failures_total",
+			   "Upstream broker connections that failed or timed out.", "", NULL, 0);
 	m_linger[0] = metric_get(METRIC_COUNTER, "syncgate_client_close_lingers_total",
 				 "Upstream connections kept after their client closed, by outcome: "
 				 "everything the client sent delivered and every response owed read "
@@ -78,10 +81,10 @@ static void conn_metrics_init(void)
 		"Client connections kept open for writing after the client shut down its "
 		"write side with responses owed, by outcome: every owed response written "
 		"(delivered), or a write failed (client_gone: it had closed; then it lingers).";
-	proxy_conn_m_half_closed[0] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
-				      "outcome=\"delivered\"", NULL, 0);
-	proxy_conn_m_half_closed[1] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total", half_help,
-				      "outcome=\"client_gone\"", NULL, 0);
+	proxy_conn_m_half_closed[0] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total",
+						 half_help, "outcome=\"delivered\"", NULL, 0);
+	proxy_conn_m_half_closed[1] = metric_get(METRIC_COUNTER, "syncgate_client_half_closes_total",
+						 half_help, "outcome=\"client_gone\"", NULL, 0);
 	for (int k = 0; k < PROXY_CLOSE_CAUSE_COUNT; k++) {
 		char labels[80];
 		snprintf(labels, sizeof(labels), "cause=\"%s\"", proxy_close_cause_label((enum proxy_close_cause)k));
@@ -309,8 +312,8 @@ void proxy_conn_close(struct proxy_conn *c, enum proxy_close_cause cause)
 		bufferevent_disable(c->client, EV_READ | EV_WRITE);
 	if (c->upstream)
 		bufferevent_disable(c->upstream, EV_READ | EV_WRITE);
-	struct event *evs[] = { c->from_upstream.ev_read, c->from_upstream.ev_write, c->from_client.ev_read, c->from_client.ev_write,
-				c->from_upstream.ev_bulk };
+	struct event *evs[] = { c->from_upstream.ev_read, c->from_upstream.ev_write,
+				c->from_client.ev_read, c->from_client.ev_write, c->from_upstream.ev_bulk };
 	for (size_t i = 0; i < sizeof(evs) / sizeof(evs[0]); i++)
 		if (evs[i])
 			event_del(evs[i]);

@@ -149,11 +149,12 @@ void proxy_st_response_move(struct proxy_conn *c, struct evbuffer *in, size_t n)
 /* The frame is through: the entry is READY (and flushed when at the head). */
 int proxy_st_response_finish(struct proxy_conn *c)
 {
-	struct proxy_entry *e = c->from_upstream.e;
+	struct proxy_stream_dir *resp = &c->from_upstream;
+	struct proxy_entry *e = resp->e;
 	proxy_st_bulk_stop(c);
-	if (c->from_upstream.clamp)
-		proxy_clamp_stream_done(c, c->from_upstream.cl_changed, c->from_upstream.cl_records, c->from_upstream.cl_bytes);
-	c->from_upstream.e = NULL;
+	if (resp->clamp)
+		proxy_clamp_stream_done(c, resp->cl_changed, resp->cl_records, resp->cl_bytes);
+	resp->e = NULL;
 	response_set_state(c, PROXY_DIR_FRAME);
 	if (e) {
 		proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
