@@ -85,8 +85,8 @@ static void response_set_state(struct proxy_conn *c, enum proxy_dir_state s)
 	proxy_st_dir_set_state(c, &c->from_upstream, s);
 }
 
-void proxy_stream_response_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, size_t hdr_len,
-		    bool scan)
+void proxy_stream_response_start(struct proxy_conn *c, struct proxy_entry *e, size_t len,
+				 size_t hdr_len, bool scan)
 {
 	struct proxy_stream_dir *resp = &c->from_upstream;
 	proxy_st_stream_metrics_init();

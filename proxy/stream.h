@@ -1,6 +1,6 @@
 /*
  * stream.h — the streaming data path (private to proxy/). Its entry points
- * (conn_frames.c, response.c) come first; then what its files share:
+ * (conn*.c, response.c) come first; then what its files share:
  * stream_pump.c (the one pump, either direction), stream.c (the response
  * direction's state, helpers and per-direction pieces), stream_request.c
  * (the Produce request direction's pieces), stream_clamp.c (the consumer
@@ -20,8 +20,8 @@
  * unit by unit — v16+ to rewrite its tail tags, v12+ when the consumer clamp
  * judges it as it passes: proxy_clamp_streams()).
  */
-void proxy_stream_response_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, size_t hdr_len,
-				 bool scan);
+void proxy_stream_response_start(struct proxy_conn *c, struct proxy_entry *e, size_t len,
+				 size_t hdr_len, bool scan);
 /**
  * A request of `len` body bytes starts at the head of the client input:
  * stream it when it is a Produce request above PROXY_STREAM_MIN_REQUEST. Returns 1
