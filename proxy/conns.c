@@ -2,8 +2,8 @@
  * conns.c — what a connection's progress means for the server's other
  * connections: a graceful shutdown closes a connection once its FIFO is
  * empty and ends with the last one; held bytes going down resume the
- * connections the global cap paused. It sits above conn.c (server.c →
- * conns.c → conn.c); the connection files below reach it through the
+ * connections the global cap paused. It sits above conn*.c (server.c →
+ * conns.c → conn.c, conn_frames.c); the connection files below reach it through the
  * callbacks proxy_server_register_conns puts in the server, never by a
  * direct call (docs/architecture.md, no call cycle). Loop thread.
  */
@@ -11,7 +11,7 @@
 
 void proxy_server_conn_progress(struct proxy_server *srv, struct proxy_conn *c)
 {
-	if (srv->shutting_down && c->nfifo == 0 && c->client && c->tx.state == PROXY_RX_FRAME &&
+	if (srv->shutting_down && c->nfifo == 0 && c->client && c->from_client.state == PROXY_DIR_FRAME &&
 	    (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING))
 		proxy_conn_drain_close(c, PROXY_CLOSE_SHUTDOWN);
 }

@@ -143,43 +143,44 @@ TAILQ_HEAD(proxy_fifo, proxy_entry);
 /* ------------------------------------------------------------------------ */
 
 /** How the frame arriving on one side moves to the other (stream.c). */
-enum proxy_rx_state {
-	PROXY_RX_FRAME,        /* between frames, or a frame buffered whole before it is handled */
-	PROXY_RX_STREAM,       /* a frame forwarded as it arrives: structure parsed unit by unit,
+enum proxy_dir_state {
+	PROXY_DIR_FRAME,       /* between frames, or a frame buffered whole before it is handled */
+	PROXY_DIR_STREAM,      /* a frame forwarded as it arrives: structure parsed unit by unit,
 				* record bytes passed without being looked at */
-	PROXY_RX_SPLICE,       /* record bytes moving socket → pipe → socket in the kernel */
-	PROXY_RX_STATE_COUNT
+	PROXY_DIR_SPLICE,      /* record bytes moving socket → pipe → socket in the kernel */
+	PROXY_DIR_STATE_COUNT
 };
-const char *proxy_rx_state_str(enum proxy_rx_state s);
+const char *proxy_dir_state_str(enum proxy_dir_state s);
 
 /**
- * One direction's streamed frame: `rx` a response from the broker to the
- * client, `tx` a Produce request from the client to the broker.
+ * One direction's streamed frame: c->from_upstream a response from the
+ * broker to the client, c->from_client a Produce request from the client to
+ * the broker.
  */
-struct proxy_rx {
-	enum proxy_rx_state state;
-	struct proxy_entry *e;         /* the entry it answers (rx) or opened (tx); NULL: rx
-				        * dropped (client gone), tx acks=0 */
+struct proxy_stream_dir {
+	enum proxy_dir_state state;
+	struct proxy_entry *e;         /* the entry a response answers or a request opened; NULL:
+				        * response dropped (client gone), request acks=0 */
 	size_t frame;                  /* the frame's bytes, size prefix included */
 	size_t left;                   /* bytes of the frame not consumed yet */
 	size_t opaque;                 /* of those, bytes passed without parsing (records) */
-	bool scan;                     /* rx: Fetch v16+, walk to the tail tags; tx: always */
-	struct codec_fetch_stream fs;  /* rx */
-	struct codec_produce_stream ps; /* tx */
-	struct codec_produce_request *req; /* tx: what the scan saw, summarised at the end */
-	int16_t client_version;        /* tx: Produce version as the client sent it */
-	int32_t correlation_id;        /* tx */
+	bool scan;                     /* response: a Fetch body walked unit by unit; request: always */
+	struct codec_fetch_stream fs;  /* response */
+	struct codec_produce_stream ps; /* request */
+	struct codec_produce_request *req; /* request: what the scan saw, summarised at the end */
+	int16_t client_version;        /* request: Produce version as the client sent it */
+	int32_t correlation_id;        /* request */
 	int pipe[2];                   /* splice pipe (read end, write end); -1 until needed */
 	size_t pipe_cap;               /* pipe capacity, bytes */
 	size_t in_pipe;                /* bytes in the pipe */
-	struct event *ev_bulk;         /* rx STREAM copying: our own 256 KiB reads of the plaintext
-				        * upstream (a bufferevent reads 4 KiB at a time) */
+	struct event *ev_bulk;         /* response STREAM copying: our own 256 KiB reads of the
+				        * plaintext upstream (a bufferevent reads 4 KiB at a time) */
 	bool bulk;                     /* ev_bulk is reading instead of the bufferevent */
 	bool wait_drain;               /* source reads off until the destination's output is
 				        * written, so the rest can be spliced */
 	struct event *ev_read;         /* SPLICE: upstream readable */
 	struct event *ev_write;        /* SPLICE: client writable */
-	/* rx: a streamed Fetch the consumer clamp judges (clamp.c) */
+	/* response: a streamed Fetch the consumer clamp judges (clamp.c) */
 	bool tail_rewrite;             /* v16+: the tail's NodeEndpoints are rewritten */
 	bool clamp;                    /* partitions are judged as they pass */
 	bool cl_changed;               /* something was rewritten or left out */
@@ -245,8 +246,8 @@ const char *proxy_close_cause_label(enum proxy_close_cause c);
 const char *proxy_close_cause_text(enum proxy_close_cause c);
 
 /**
- * What the files below conn.c ask of their connection, registered by conn.c
- * on every pair it creates (conn_new): stream.c, hold.c and clamp.c call up
+ * What the files below conn*.c ask of their connection, registered by conn_io.c
+ * on every pair it creates (proxy_conn_new): stream.c, hold.c and clamp.c call up
  * through these, never directly (docs/architecture.md, no call cycle).
  * Loop thread.
  */
@@ -272,7 +273,7 @@ struct proxy_conn_ops {
 struct proxy_conn {
 	TAILQ_ENTRY(proxy_conn) link;
 	struct proxy_server *srv;
-	const struct proxy_conn_ops *ops; /* conn.c's (conn_new): the upward calls from below */
+	const struct proxy_conn_ops *ops; /* conn_io.c's (proxy_conn_new): the upward calls from below */
 	struct proxy_listener *lst;    /* where it was accepted (gateway: node id) */
 	uint64_t id;                   /* for logs */
 	char peer[64];                 /* client address, for logs */
@@ -289,8 +290,8 @@ struct proxy_conn {
 	size_t nfifo;
 	size_t held_bytes;             /* bytes of held responses */
 	size_t queued_bytes;           /* bytes of responses waiting behind the FIFO head */
-	struct proxy_rx rx;            /* the response arriving from the broker */
-	struct proxy_rx tx;            /* the Produce request arriving from the client */
+	struct proxy_stream_dir from_upstream; /* the response arriving from the broker */
+	struct proxy_stream_dir from_client; /* the Produce request arriving from the client */
 	int sasl_raw_left;             /* raw SASL v0 exchanges still expected; -1 unknown count */
 	bool sasl_raw;                 /* between SaslHandshake v0 and authentication end */
 	bool client_paused;            /* client reads disabled by backpressure */
@@ -363,11 +364,11 @@ struct proxy_server {
 	/* what a connection's progress means for the server (conns.c, which sits
 	 * above conn.c), registered by proxy_server_register_conns: the
 	 * connection files call these without calling up into conns.c.
-	 * conn_progress: fifo.c after a flush, stream.c after a streamed request;
+	 * conn_progress: fifo.c after a flush, stream_request.c after a streamed request;
 	 * conn_closed: conn.c after a free; resume_paused: fifo.c, hold.c,
-	 * clamp.c, conn.c when held or queued bytes went down. */
+	 * clamp.c, conn_io.c when held or queued bytes went down. */
 	void (*conn_progress)(struct proxy_server *srv, struct proxy_conn *c);
-	/* conn.c after a failed connect to upstream.broker: the admin plane
+	/* conn_io.c after a failed connect to upstream.broker: the admin plane
 	 * probes it now (proxy_server_on_upstream_connect_failed; NULL without it) */
 	void (*upstream_connect_failed)(void *arg);
 	void *upstream_connect_failed_arg;
@@ -404,7 +405,7 @@ void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
  */
 int proxy_buf_iov(struct evbuffer *buf, size_t off, size_t len, struct codec_iov *iov, int max);
 
-/* conn.c */
+/* conn.c, conn_frames.c, conn_io.c */
 void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 		       const struct sockaddr *sa, int salen);
 /**
@@ -486,7 +487,7 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *frame, size_t l
 /**
  * A response of `len` body bytes starts at the head of `in` (not all there):
  * stream it when nothing in it is rewritten but the tail tags of Fetch v16+
- * (stream.c). Returns 1 when the stream started (c->rx), 2 when it must be
+ * (stream.c). Returns 1 when the stream started (c->from_upstream), 2 when it must be
  * buffered whole, 0 when more bytes are needed to decide, -1 on a bad frame.
  */
 int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_t len);
@@ -503,33 +504,6 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
  * requests, and bounds memory for those above limits.max_frame_bytes.
  */
 #define PROXY_STREAM_MIN_REQUEST (1u << 20)
-/**
- * Start streaming the `len`-byte frame at the head of the upstream input for
- * `e` (its response header is `hdr_len` bytes; `scan`: a Fetch body walked
- * unit by unit — v16+ to rewrite its tail tags, v12+ when the consumer clamp
- * judges it as it passes: proxy_clamp_streams()).
- */
-void proxy_rx_start(struct proxy_conn *c, struct proxy_entry *e, size_t len, size_t hdr_len,
-		    bool scan);
-/**
- * Move what can move of the streamed frame. Returns 1 when the frame is
- * done (c->rx back to FRAME), 0 when waiting (bytes, the client, the
- * kernel), -1 when the connection is closing.
- */
-int proxy_rx_pump(struct proxy_conn *c);
-/** The client went away: drop the rest of the streamed frame as it comes. */
-void proxy_rx_client_gone(struct proxy_conn *c);
-/** Release both directions' splice pipes and events (before either socket closes). */
-void proxy_rx_free(struct proxy_conn *c);
-/**
- * A request of `len` body bytes starts at the head of the client input:
- * stream it when it is a Produce request above PROXY_STREAM_MIN_REQUEST. Returns 1
- * when the stream started (c->tx), 2 when it must be buffered whole, 0 when
- * more bytes are needed to decide, -1 on a bad frame.
- */
-int proxy_tx_start(struct proxy_conn *c, size_t len);
-/** As proxy_rx_pump(), for the request in c->tx. */
-int proxy_tx_pump(struct proxy_conn *c);
 
 /* hold.c, fence.c, clamp.c — the gate on the data path: proxy/gated.h (included below) */
 /* client.c: who the client is, and the answer to its timed-out held Produce */

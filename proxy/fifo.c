@@ -78,8 +78,8 @@ void proxy_entry_set_state(struct proxy_conn *c, struct proxy_entry *e, enum pro
 
 void proxy_entry_free(struct proxy_conn *c, struct proxy_entry *e)
 {
-	if (c->rx.e == e)
-		c->rx.e = NULL; /* the rest of its frame is dropped as it arrives */
+	if (c->from_upstream.e == e)
+		c->from_upstream.e = NULL; /* the rest of its frame is dropped as it arrives */
 	if (e->release)
 		e->release(c, e); /* hold.c or clamp.c state (set by whoever attached it) */
 	entry_unqueue(c, e);

@@ -42,7 +42,7 @@ static bool keepalive_wanted(const struct proxy_conn *c)
 	 * half-closed client still waits for what is held */
 	return (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_HALF_CLOSED) &&
 	       c->held_bytes > 0 && !c->sasl_raw &&
-	       c->tx.state == PROXY_RX_FRAME &&
+	       c->from_client.state == PROXY_DIR_FRAME &&
 	       !proxy_internal_in_flight(c, CODEC_API_API_VERSIONS);
 }
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "proxy/datapath.h"
+#include "proxy/stream.h"
 
 static struct metric *m_bytes_out, *m_rewritten;
 
@@ -376,6 +377,6 @@ int proxy_response_stream_start(struct proxy_conn *c, struct evbuffer *in, size_
 		}
 	}
 	metric_add(m_bytes_out, (double)len + 4);
-	proxy_rx_start(c, e, len, hdr_len, scan);
+	proxy_stream_response_start(c, e, len, hdr_len, scan);
 	return 1;
 }

@@ -15,31 +15,31 @@
 
 /* ---- splice (either direction) ---------------------------------------------- */
 
-static void splice_rx_cb(evutil_socket_t fd, short what, void *arg);
-static void splice_tx_cb(evutil_socket_t fd, short what, void *arg);
+static void splice_from_upstream_cb(evutil_socket_t fd, short what, void *arg);
+static void splice_from_client_cb(evutil_socket_t fd, short what, void *arg);
 
 /* The bufferevent a direction reads from, and the one it writes to. */
-static struct bufferevent *st_src(struct proxy_conn *c, struct proxy_rx *st)
+static struct bufferevent *st_src(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
-	return st == &c->rx ? c->upstream : c->client;
+	return st == &c->from_upstream ? c->upstream : c->client;
 }
 
-static struct bufferevent *st_dst(struct proxy_conn *c, struct proxy_rx *st)
+static struct bufferevent *st_dst(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
-	return st == &c->rx ? c->client : c->upstream;
+	return st == &c->from_upstream ? c->client : c->upstream;
 }
 
-bool proxy_st_st_paused(struct proxy_conn *c, struct proxy_rx *st)
+bool proxy_st_dir_paused(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
-	return st == &c->rx ? c->upstream_paused : c->client_paused;
+	return st == &c->from_upstream ? c->upstream_paused : c->client_paused;
 }
 
 /* Opaque bytes that may move in the kernel from here: the run, and in a
  * clamped partition its record bytes after it (kept batches go on spliced,
  * judged in the socket's buffer: proxy_st_cl_peek_kept). */
-size_t proxy_st_splice_run_len(struct proxy_conn *c, const struct proxy_rx *st)
+size_t proxy_st_splice_run_len(struct proxy_conn *c, const struct proxy_stream_dir *st)
 {
-	return st->opaque + (st == &c->rx && st->clamp && !st->cl_drop ? st->cl_left : 0);
+	return st->opaque + (st == &c->from_upstream && st->clamp && !st->cl_drop ? st->cl_left : 0);
 }
 
 /*
@@ -47,12 +47,12 @@ size_t proxy_st_splice_run_len(struct proxy_conn *c, const struct proxy_rx *st)
  * reading the source until they are written, then splice the rest — else a
  * steady sender keeps the source's input non-empty and every byte is copied.
  */
-bool proxy_st_splice_wait_drain(struct proxy_conn *c, struct proxy_rx *st)
+bool proxy_st_splice_wait_drain(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
 	if (c->srv->client_tls || c->srv->upstream_tls || !c->client || !c->upstream ||
 	    !c->upstream_up || proxy_st_splice_run_len(c, st) < 4 * SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
 		return false;
-	if (st == &c->rx && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
+	if (st == &c->from_upstream && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
 		return false;
 	if (evbuffer_get_length(bufferevent_get_input(st_src(c, st))) != 0)
 		return false;
@@ -62,31 +62,31 @@ bool proxy_st_splice_wait_drain(struct proxy_conn *c, struct proxy_rx *st)
 }
 
 /* Reads back on after a wait for the destination (unless paused meanwhile). */
-void proxy_st_splice_wait_end(struct proxy_conn *c, struct proxy_rx *st)
+void proxy_st_splice_wait_end(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
 	if (!st->wait_drain)
 		return;
 	st->wait_drain = false;
 	struct bufferevent *src = st_src(c, st);
-	if (src && !proxy_st_st_paused(c, st) && c->state != PROXY_CONN_CLOSING && st->state != PROXY_RX_SPLICE)
+	if (src && !proxy_st_dir_paused(c, st) && c->state != PROXY_CONN_CLOSING && st->state != PROXY_DIR_SPLICE)
 		bufferevent_enable(src, EV_READ);
 }
 
 /* Whether the opaque bytes still to come can move in the kernel now: both
  * sides plaintext and connected, nothing buffered in user space on either
  * side (so nothing is reordered), and enough bytes to be worth it. */
-bool proxy_st_splice_possible(struct proxy_conn *c, struct proxy_rx *st)
+bool proxy_st_splice_possible(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
 	if (c->srv->client_tls || c->srv->upstream_tls || !c->client || !c->upstream ||
 	    !c->upstream_up || proxy_st_splice_run_len(c, st) < SPLICE_MIN || c->state == PROXY_CONN_CLOSING)
 		return false;
-	if (st == &c->rx && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
+	if (st == &c->from_upstream && (!st->e || st->e != TAILQ_FIRST(&c->fifo) || st->e->out))
 		return false;
 	return evbuffer_get_length(bufferevent_get_output(st_dst(c, st))) == 0 &&
 	       evbuffer_get_length(bufferevent_get_input(st_src(c, st))) == 0;
 }
 
-int proxy_st_splice_setup(struct proxy_conn *c, struct proxy_rx *st)
+int proxy_st_splice_setup(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
 	if (st->pipe[0] < 0) {
 		if (pipe2(st->pipe, O_NONBLOCK | O_CLOEXEC) < 0) {
@@ -99,7 +99,7 @@ int proxy_st_splice_setup(struct proxy_conn *c, struct proxy_rx *st)
 		st->in_pipe = 0;
 	}
 	struct event_base *base = c->srv->base;
-	event_callback_fn cb = st == &c->rx ? splice_rx_cb : splice_tx_cb;
+	event_callback_fn cb = st == &c->from_upstream ? splice_from_upstream_cb : splice_from_client_cb;
 	if (!st->ev_read)
 		st->ev_read = event_new(base, bufferevent_getfd(st_src(c, st)), EV_READ | EV_PERSIST,
 					cb, c);
@@ -110,20 +110,20 @@ int proxy_st_splice_setup(struct proxy_conn *c, struct proxy_rx *st)
 }
 
 /* Leave SPLICE: our events off, the source bufferevent reads again. */
-void proxy_st_splice_stop(struct proxy_conn *c, struct proxy_rx *st)
+void proxy_st_splice_stop(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
 	if (st->ev_read)
 		event_del(st->ev_read);
 	if (st->ev_write)
 		event_del(st->ev_write);
-	proxy_st_st_set_state(c, st, PROXY_RX_STREAM);
+	proxy_st_dir_set_state(c, st, PROXY_DIR_STREAM);
 	struct bufferevent *src = st_src(c, st);
-	if (src && !proxy_st_st_paused(c, st) && c->state != PROXY_CONN_CLOSING)
+	if (src && !proxy_st_dir_paused(c, st) && c->state != PROXY_CONN_CLOSING)
 		bufferevent_enable(src, EV_READ);
 }
 
 /* Drop whatever the pipe holds (its reader went away). */
-void proxy_st_pipe_discard(struct proxy_rx *st)
+void proxy_st_pipe_discard(struct proxy_stream_dir *st)
 {
 	if (st->pipe[0] >= 0) {
 		close(st->pipe[0]);
@@ -133,7 +133,7 @@ void proxy_st_pipe_discard(struct proxy_rx *st)
 	st->in_pipe = 0;
 }
 
-void proxy_st_st_events_free(struct proxy_rx *st)
+void proxy_st_dir_events_free(struct proxy_stream_dir *st)
 {
 	if (st->ev_read)
 		event_free(st->ev_read);
@@ -149,13 +149,13 @@ void proxy_st_st_events_free(struct proxy_rx *st)
  * source's read event is armed only while the pipe is empty: a full pipe and
  * a readable socket would otherwise wake the loop for nothing.
  */
-int proxy_st_splice_pump(struct proxy_conn *c, struct proxy_rx *st)
+int proxy_st_splice_pump(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
-	bool rx = st == &c->rx;
+	bool from_upstream = st == &c->from_upstream;
 	int src = bufferevent_getfd(st_src(c, st)), dst = bufferevent_getfd(st_dst(c, st));
 	for (;;) {
 		/* at a kept batch's end: the next one judged in the kernel's buffer */
-		bool progress = rx && st->opaque == 0 && proxy_st_cl_peek_kept(c);
+		bool progress = from_upstream && st->opaque == 0 && proxy_st_cl_peek_kept(c);
 		if (st->opaque > 0 && st->in_pipe < st->pipe_cap) {
 			size_t want = st->opaque < st->pipe_cap - st->in_pipe ? st->opaque
 									     : st->pipe_cap - st->in_pipe;
@@ -168,10 +168,10 @@ int proxy_st_splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 				metric_add(proxy_st_m_spliced, (double)n);
 				progress = true;
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				LOG_W(rx ? "upstream_closed_mid_response" : "client_closed_mid_request",
+				LOG_W(from_upstream ? "upstream_closed_mid_response" : "client_closed_mid_request",
 				      "conn=%llu peer=%s bytes_left=%zu error=\"%s\"", (unsigned long long)c->id,
 				      c->peer, st->left, n == 0 ? "end of stream" : strerror(errno));
-				c->ops->close(c, rx ? PROXY_CLOSE_UPSTREAM_MID_RESPONSE
+				c->ops->close(c, from_upstream ? PROXY_CLOSE_UPSTREAM_MID_RESPONSE
 						       : PROXY_CLOSE_CLIENT_MID_REQUEST);
 				return -1;
 			}
@@ -184,7 +184,7 @@ int proxy_st_splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 				st->in_pipe -= (size_t)n;
 				progress = true;
 			} else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-				if (!rx) {
+				if (!from_upstream) {
 					/* the broker went away with a request half sent */
 					LOG_W("upstream_closed_mid_request", "conn=%llu peer=%s error=\"%s\"",
 					      (unsigned long long)c->id, c->peer, strerror(errno));
@@ -217,40 +217,40 @@ int proxy_st_splice_pump(struct proxy_conn *c, struct proxy_rx *st)
 }
 
 /* Enter SPLICE for `st` and run it; as proxy_st_splice_pump(). */
-int proxy_st_splice_begin(struct proxy_conn *c, struct proxy_rx *st)
+int proxy_st_splice_begin(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
 	bufferevent_disable(st_src(c, st), EV_READ);
-	proxy_st_st_set_state(c, st, PROXY_RX_SPLICE);
+	proxy_st_dir_set_state(c, st, PROXY_DIR_SPLICE);
 	return proxy_st_splice_pump(c, st);
 }
 
-static void splice_run(struct proxy_conn *c, struct proxy_rx *st)
+static void splice_run(struct proxy_conn *c, struct proxy_stream_dir *st)
 {
-	if (c->state == PROXY_CONN_CLOSING || st->state != PROXY_RX_SPLICE)
+	if (c->state == PROXY_CONN_CLOSING || st->state != PROXY_DIR_SPLICE)
 		return;
 	if (proxy_st_splice_pump(c, st) == 1) {
 		/* the opaque run is over: go on with the frame and what follows it */
-		if (st == &c->rx)
+		if (st == &c->from_upstream)
 			c->ops->upstream_frames(c);
 		else
 			c->ops->client_frames(c);
 	}
 }
 
-static void splice_rx_cb(evutil_socket_t fd, short what, void *arg)
+static void splice_from_upstream_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 	(void)fd;
 	(void)what;
-	splice_run(c, &c->rx);
+	splice_run(c, &c->from_upstream);
 }
 
-static void splice_tx_cb(evutil_socket_t fd, short what, void *arg)
+static void splice_from_client_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
 	(void)fd;
 	(void)what;
-	splice_run(c, &c->tx);
+	splice_run(c, &c->from_client);
 }
 
 /* ---- bulk reads (copying path) ---------------------------------------------- */
@@ -266,29 +266,29 @@ static void splice_tx_cb(evutil_socket_t fd, short what, void *arg)
 
 void proxy_st_bulk_stop(struct proxy_conn *c)
 {
-	struct proxy_rx *rx = &c->rx;
-	if (!rx->bulk)
+	struct proxy_stream_dir *resp = &c->from_upstream;
+	if (!resp->bulk)
 		return;
-	rx->bulk = false;
-	event_del(rx->ev_bulk);
+	resp->bulk = false;
+	event_del(resp->ev_bulk);
 	if (c->upstream && !c->upstream_paused && c->state != PROXY_CONN_CLOSING &&
-	    rx->state != PROXY_RX_SPLICE)
+	    resp->state != PROXY_DIR_SPLICE)
 		bufferevent_enable(c->upstream, EV_READ);
 }
 
 static void bulk_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct proxy_conn *c = arg;
-	struct proxy_rx *rx = &c->rx;
+	struct proxy_stream_dir *resp = &c->from_upstream;
 	(void)what;
-	if (c->state == PROXY_CONN_CLOSING || !rx->bulk)
+	if (c->state == PROXY_CONN_CLOSING || !resp->bulk)
 		return;
-	if (c->upstream_paused || rx->state != PROXY_RX_STREAM || rx->opaque == 0) {
+	if (c->upstream_paused || resp->state != PROXY_DIR_STREAM || resp->opaque == 0) {
 		proxy_st_bulk_stop(c);
 		return;
 	}
 	struct evbuffer *in = bufferevent_get_input(c->upstream);
-	size_t want = rx->opaque < BULK_READ ? rx->opaque : BULK_READ;
+	size_t want = resp->opaque < BULK_READ ? resp->opaque : BULK_READ;
 	struct evbuffer_iovec v[2];
 	/* a socket bufferevent freezes its input's end; libevent's own reads
 	 * unfreeze it around the read the same way */
@@ -325,7 +325,7 @@ static void bulk_cb(evutil_socket_t fd, short what, void *arg)
 		evbuffer_commit_space(in, v, 0);
 		evbuffer_freeze(in, 0);
 		LOG_W("upstream_closed_mid_response", "conn=%llu peer=%s bytes_left=%zu error=\"%s\"",
-		      (unsigned long long)c->id, c->peer, rx->left,
+		      (unsigned long long)c->id, c->peer, resp->left,
 		      n == 0 ? "end of stream" : strerror(errno));
 		c->ops->close(c, PROXY_CLOSE_UPSTREAM_MID_RESPONSE);
 		return;
@@ -344,16 +344,16 @@ static void bulk_cb(evutil_socket_t fd, short what, void *arg)
 /* Copying a long run from a plaintext upstream: read it here (see BULK_READ). */
 void proxy_st_bulk_start(struct proxy_conn *c)
 {
-	struct proxy_rx *rx = &c->rx;
-	if (rx->bulk || c->srv->upstream_tls || !c->upstream || !c->upstream_up ||
-	    c->upstream_paused || rx->opaque < 4 * COALESCE || c->state == PROXY_CONN_CLOSING)
+	struct proxy_stream_dir *resp = &c->from_upstream;
+	if (resp->bulk || c->srv->upstream_tls || !c->upstream || !c->upstream_up ||
+	    c->upstream_paused || resp->opaque < 4 * COALESCE || c->state == PROXY_CONN_CLOSING)
 		return;
-	if (!rx->ev_bulk)
-		rx->ev_bulk = event_new(c->srv->base, bufferevent_getfd(c->upstream),
+	if (!resp->ev_bulk)
+		resp->ev_bulk = event_new(c->srv->base, bufferevent_getfd(c->upstream),
 					EV_READ | EV_PERSIST, bulk_cb, c);
-	if (!rx->ev_bulk)
+	if (!resp->ev_bulk)
 		return;
 	bufferevent_disable(c->upstream, EV_READ);
-	rx->bulk = true;
-	event_add(rx->ev_bulk, NULL);
+	resp->bulk = true;
+	event_add(resp->ev_bulk, NULL);
 }

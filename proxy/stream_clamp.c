@@ -36,24 +36,24 @@
  * Either way no record at or past the mirrored HW is readable. */
 
 /* The current topic's name, or NULL and the TopicId (v13+). */
-const char *proxy_st_cl_topic(struct proxy_rx *rx, const uint8_t **id)
+const char *proxy_st_cl_topic(struct proxy_stream_dir *resp, const uint8_t **id)
 {
-	*id = rx->fs.version >= 13 ? rx->fs.topic_id : NULL;
-	return *id ? NULL : rx->cl_topic;
+	*id = resp->fs.version >= 13 ? resp->fs.topic_id : NULL;
+	return *id ? NULL : resp->cl_topic;
 }
 
 /* A TOPIC unit of `used` bytes at the head of `in`: keep its name (v12). */
-void proxy_st_cl_topic_unit(struct proxy_rx *rx, struct evbuffer *in)
+void proxy_st_cl_topic_unit(struct proxy_stream_dir *resp, struct evbuffer *in)
 {
-	rx->cl_topic[0] = '\0';
-	if (rx->fs.version >= 13 || rx->fs.topic.len <= 0)
+	resp->cl_topic[0] = '\0';
+	if (resp->fs.version >= 13 || resp->fs.topic.len <= 0)
 		return;
-	size_t n = (size_t)rx->fs.topic.len < sizeof(rx->cl_topic) - 1 ? (size_t)rx->fs.topic.len
-									: sizeof(rx->cl_topic) - 1;
+	size_t n = (size_t)resp->fs.topic.len < sizeof(resp->cl_topic) - 1 ? (size_t)resp->fs.topic.len
+									: sizeof(resp->cl_topic) - 1;
 	struct evbuffer_ptr at;
-	evbuffer_ptr_set(in, &at, rx->fs.topic.off, EVBUFFER_PTR_SET);
-	evbuffer_copyout_from(in, &at, rx->cl_topic, n);
-	rx->cl_topic[n] = '\0';
+	evbuffer_ptr_set(in, &at, resp->fs.topic.off, EVBUFFER_PTR_SET);
+	evbuffer_copyout_from(in, &at, resp->cl_topic, n);
+	resp->cl_topic[n] = '\0';
 }
 
 /*
@@ -64,47 +64,47 @@ void proxy_st_cl_topic_unit(struct proxy_rx *rx, struct evbuffer *in)
 int proxy_st_cl_partition(struct proxy_conn *c, struct evbuffer *in, const struct codec_fetch_stream *saved,
 			size_t used, size_t records)
 {
-	struct proxy_rx *rx = &c->rx;
-	const struct codec_fetch_stream_part *p = &rx->fs.part;
+	struct proxy_stream_dir *resp = &c->from_upstream;
+	const struct codec_fetch_stream_part *p = &resp->fs.part;
 	const uint8_t *id;
-	const char *topic = proxy_st_cl_topic(rx, &id);
+	const char *topic = proxy_st_cl_topic(resp, &id);
 	int64_t limit, keep_below;
 	/* the first batch header first, so the partition is judged once */
 	size_t peek = records < CODEC_BATCH_PEEK ? records : CODEC_BATCH_PEEK;
 	if (evbuffer_get_length(in) < used + peek) {
-		rx->fs = *saved;
+		resp->fs = *saved;
 		return 0;
 	}
 	if (!proxy_clamp_stream_partition(c, topic, id, p, &limit, &keep_below)) {
-		proxy_st_rx_move(c, in, used);
-		rx->left -= used;
-		rx->opaque = records;
+		proxy_st_response_move(c, in, used);
+		resp->left -= used;
+		resp->opaque = records;
 		return 1;
 	}
 	uint8_t *u = malloc(used + 1);
 	if (!u)
-		return proxy_st_rx_bad(c, "partition", CODEC_ERR_NOMEM);
+		return proxy_st_response_bad(c, "partition", CODEC_ERR_NOMEM);
 	evbuffer_copyout(in, u, used);
 	size_t out_len = used;
 	uint8_t b[8];
 	if (p->high_watermark > limit) {
 		codec_put_be64(b, limit);
 		memcpy(u + p->hw_off, b, 8);
-		rx->cl_changed = true;
+		resp->cl_changed = true;
 	}
 	if (p->last_stable_offset > limit) {
 		codec_put_be64(b, limit);
 		memcpy(u + p->lso_off, b, 8);
-		rx->cl_changed = true;
+		resp->cl_changed = true;
 	}
-	rx->cl_keep_below = keep_below;
-	rx->cl_part = true;
-	rx->cl_hw = p->high_watermark;
-	rx->cl_end = -1;
-	rx->cl_left = records;
-	rx->cl_skip = 0;
-	rx->cl_drop = false;
-	rx->cl_owed = 0;
+	resp->cl_keep_below = keep_below;
+	resp->cl_part = true;
+	resp->cl_hw = p->high_watermark;
+	resp->cl_end = -1;
+	resp->cl_left = records;
+	resp->cl_skip = 0;
+	resp->cl_drop = false;
+	resp->cl_owed = 0;
 	if (records >= 12) {
 		uint8_t h[CODEC_BATCH_PEEK];
 		struct evbuffer_ptr at;
@@ -116,17 +116,17 @@ int proxy_st_cl_partition(struct proxy_conn *c, struct evbuffer *in, const struc
 			/* nothing kept: an empty record set, the rest is filler later */
 			u[p->records_len_off] = 1; /* uvarint(0 + 1) */
 			out_len = p->records_len_off + 1;
-			rx->cl_owed = used - out_len + records;
-			rx->cl_drop = true;
-			rx->cl_changed = true;
+			resp->cl_owed = used - out_len + records;
+			resp->cl_drop = true;
+			resp->cl_changed = true;
 		}
 	} else {
-		rx->cl_left = 0; /* fewer than 12 bytes hold no batch a client reads */
-		rx->opaque = records;
+		resp->cl_left = 0; /* fewer than 12 bytes hold no batch a client reads */
+		resp->opaque = records;
 	}
-	proxy_st_rx_emit(c, in, used, u, out_len);
+	proxy_st_response_emit(c, in, used, u, out_len);
 	free(u);
-	rx->left -= used;
+	resp->left -= used;
 	return 1;
 }
 
@@ -142,8 +142,8 @@ int proxy_st_cl_partition(struct proxy_conn *c, struct evbuffer *in, const struc
 static void cl_mask(struct proxy_conn *c, const uint8_t *h, size_t left)
 {
 	bool queue;
-	struct evbuffer *dst = proxy_st_rx_dest(c, &queue);
-	c->rx.cl_changed = true;
+	struct evbuffer *dst = proxy_st_response_dest(c, &queue);
+	c->from_upstream.cl_changed = true;
 	if (!dst)
 		return;
 	static const uint8_t zeros[4096];
@@ -162,60 +162,60 @@ static void cl_mask(struct proxy_conn *c, const uint8_t *h, size_t left)
 		n += k;
 	}
 	if (queue)
-		proxy_entry_queue(c, c->rx.e, left);
+		proxy_entry_queue(c, c->from_upstream.e, left);
 }
 
 /* Batch `b` of the current partition was seen: one past its last offset. */
-static void cl_note_end(struct proxy_rx *rx, const struct codec_batch_head *b)
+static void cl_note_end(struct proxy_stream_dir *resp, const struct codec_batch_head *b)
 {
 	int64_t end = b->last < INT64_MAX ? b->last + 1 : INT64_MAX; /* a corrupt header stays in range */
-	if (b->base >= 0 && b->last >= b->base && end > rx->cl_end)
-		rx->cl_end = end;
+	if (b->base >= 0 && b->last >= b->base && end > resp->cl_end)
+		resp->cl_end = end;
 }
 
 /* The records of a clamped partition: judge the next batch, or drain what is
  * left out. Returns 1 on progress, 0 to wait for bytes. */
 int proxy_st_cl_records(struct proxy_conn *c, struct evbuffer *in)
 {
-	struct proxy_rx *rx = &c->rx;
+	struct proxy_stream_dir *resp = &c->from_upstream;
 	size_t avail = evbuffer_get_length(in);
-	if (rx->cl_skip > 0) {
+	if (resp->cl_skip > 0) {
 		if (avail == 0)
 			return 0;
-		size_t n = avail < rx->cl_skip ? avail : rx->cl_skip;
+		size_t n = avail < resp->cl_skip ? avail : resp->cl_skip;
 		evbuffer_drain(in, n);
-		rx->cl_skip -= n;
-		rx->cl_left -= n;
-		rx->left -= n;
-		rx->cl_bytes += (int64_t)n;
+		resp->cl_skip -= n;
+		resp->cl_left -= n;
+		resp->left -= n;
+		resp->cl_bytes += (int64_t)n;
 		return 1;
 	}
-	size_t peek = rx->cl_left < CODEC_BATCH_PEEK ? rx->cl_left : CODEC_BATCH_PEEK;
+	size_t peek = resp->cl_left < CODEC_BATCH_PEEK ? resp->cl_left : CODEC_BATCH_PEEK;
 	if (avail < peek)
 		return 0;
 	uint8_t h[CODEC_BATCH_PEEK];
 	evbuffer_copyout(in, h, peek);
 	struct codec_batch_head b;
-	codec_batch_peek(h, peek, rx->cl_left, &b);
-	cl_note_end(rx, &b);
-	if (!rx->cl_drop && codec_batch_kept(&b, rx->cl_keep_below)) {
-		rx->opaque = b.total;
-		rx->cl_left -= b.total;
+	codec_batch_peek(h, peek, resp->cl_left, &b);
+	cl_note_end(resp, &b);
+	if (!resp->cl_drop && codec_batch_kept(&b, resp->cl_keep_below)) {
+		resp->opaque = b.total;
+		resp->cl_left -= b.total;
 		return 1;
 	}
-	if (!rx->cl_drop && rx->cl_left < MASK_HEAD) {
+	if (!resp->cl_drop && resp->cl_left < MASK_HEAD) {
 		/* the broker's own partial trailing batch: no client reads it */
-		rx->opaque = rx->cl_left;
-		rx->cl_left = 0;
+		resp->opaque = resp->cl_left;
+		resp->cl_left = 0;
 		return 1;
 	}
-	if (!rx->cl_drop) {
-		cl_mask(c, h, rx->cl_left);
-		rx->cl_drop = true;
+	if (!resp->cl_drop) {
+		cl_mask(c, h, resp->cl_left);
+		resp->cl_drop = true;
 	}
 	if (!b.partial)
-		rx->cl_records += b.records;
-	rx->cl_skip = b.total;
+		resp->cl_records += b.records;
+	resp->cl_skip = b.total;
 	return 1;
 }
 
@@ -230,22 +230,22 @@ int proxy_st_cl_records(struct proxy_conn *c, struct evbuffer *in)
  */
 bool proxy_st_cl_peek_kept(struct proxy_conn *c)
 {
-	struct proxy_rx *rx = &c->rx;
-	if (!rx->clamp || rx->cl_left == 0 || rx->cl_drop || rx->cl_skip > 0 || rx->opaque > 0 ||
+	struct proxy_stream_dir *resp = &c->from_upstream;
+	if (!resp->clamp || resp->cl_left == 0 || resp->cl_drop || resp->cl_skip > 0 || resp->opaque > 0 ||
 	    c->srv->upstream_tls || c->srv->client_tls || !c->upstream || !c->upstream_up)
 		return false;
-	size_t peek = rx->cl_left < CODEC_BATCH_PEEK ? rx->cl_left : CODEC_BATCH_PEEK;
+	size_t peek = resp->cl_left < CODEC_BATCH_PEEK ? resp->cl_left : CODEC_BATCH_PEEK;
 	uint8_t h[CODEC_BATCH_PEEK];
 	ssize_t n = recv(bufferevent_getfd(c->upstream), h, peek, MSG_PEEK | MSG_DONTWAIT);
 	if (n < 0 || (size_t)n < peek)
 		return false;
 	struct codec_batch_head b;
-	codec_batch_peek(h, peek, rx->cl_left, &b);
-	if (!codec_batch_kept(&b, rx->cl_keep_below))
+	codec_batch_peek(h, peek, resp->cl_left, &b);
+	if (!codec_batch_kept(&b, resp->cl_keep_below))
 		return false;
-	cl_note_end(rx, &b);
-	rx->opaque = b.total;
-	rx->cl_left -= b.total;
+	cl_note_end(resp, &b);
+	resp->opaque = b.total;
+	resp->cl_left -= b.total;
 	return true;
 }
 
@@ -253,27 +253,27 @@ bool proxy_st_cl_peek_kept(struct proxy_conn *c)
  * left `cl_owed` bytes out: its tagged fields take the filler. */
 int proxy_st_cl_part_end(struct proxy_conn *c, struct evbuffer *in, size_t used)
 {
-	struct proxy_rx *rx = &c->rx;
+	struct proxy_stream_dir *resp = &c->from_upstream;
 	struct codec_iov iov[PROXY_MAX_IOV];
 	int niov = proxy_buf_iov(in, 0, used, iov, PROXY_MAX_IOV);
 	if (niov < 0)
-		return proxy_st_rx_bad(c, "part_end", CODEC_ERR_NOMEM);
+		return proxy_st_response_bad(c, "part_end", CODEC_ERR_NOMEM);
 	struct codec_reader r;
 	codec_reader_init(&r, iov, niov);
 	r.flexible = true;
 	codec_read_tags(&r, NULL, NULL, NULL); /* the partition's; the topic's may follow */
-	size_t sec = r.off, grow = rx->cl_owed;
+	size_t sec = r.off, grow = resp->cl_owed;
 	uint8_t *out = malloc(sec + grow);
 	enum codec_err err = r.err ? r.err : !out ? CODEC_ERR_NOMEM
 				      : codec_tags_grow(iov, niov, sec, grow, out);
 	if (err != CODEC_OK) {
 		free(out);
-		return proxy_st_rx_bad(c, "part_end", err);
+		return proxy_st_response_bad(c, "part_end", err);
 	}
-	proxy_st_rx_emit(c, in, sec, out, sec + grow);
+	proxy_st_response_emit(c, in, sec, out, sec + grow);
 	free(out);
-	proxy_st_rx_move(c, in, used - sec);
-	rx->left -= used;
-	rx->cl_owed = 0;
+	proxy_st_response_move(c, in, used - sec);
+	resp->left -= used;
+	resp->cl_owed = 0;
 	return 1;
 }

@@ -1,5 +1,5 @@
 /*
- * Unit tests of how a client's end is handled in proxy/conn.c (invariant 7,
+ * Unit tests of how a client's end is handled in proxy/conn_io.c (invariant 7,
  * docs/architecture.md): a client that shuts down its write side (half-close) still
  * reads every response it is owed, in order, and then the pair closes; a
  * client that really closed is found out by the failed write and takes the

@@ -195,7 +195,7 @@ Test(idle, decision_counts_busy_as_activity)
 		case 0: evbuffer_add(bufferevent_get_output(c->client), "x", 1); break;
 		case 1: evbuffer_add(bufferevent_get_output(c->upstream), "x", 1); break;
 		case 2: c->client_paused = true; break;
-		case 3: c->tx.state = PROXY_RX_STREAM; break;
+		case 3: c->from_client.state = PROXY_DIR_STREAM; break;
 		case 4: e = fetch_entry(&f, 1); break;
 		}
 		c->last_io_ms = 1000;
@@ -212,7 +212,7 @@ Test(idle, decision_counts_busy_as_activity)
 				event_base_loop(f.base, EVLOOP_NONBLOCK);
 			break;
 		case 2: c->client_paused = false; break;
-		case 3: c->tx.state = PROXY_RX_FRAME; break;
+		case 3: c->from_client.state = PROXY_DIR_FRAME; break;
 		case 4: proxy_entry_free(c, e); break;
 		}
 		cr_assert_not(proxy_conn_busy(c), "%s undone", cases[i]);

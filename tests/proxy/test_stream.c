@@ -1,5 +1,5 @@
 /*
- * Unit tests of proxy/stream.c and the upstream side of proxy/conn.c: large
+ * Unit tests of proxy/stream*.c and the upstream side of proxy/conn_frames.c: large
  * responses are forwarded as they arrive — split at every byte
  * boundary, pipelined behind held entries, the Fetch v16+ tail rewritten to
  * the same length, a client that stops reading (backpressure reaches the
@@ -246,7 +246,7 @@ Test(proxy_stream, passthrough_fetch_streams_byte_for_byte_at_every_split)
 		cr_assert(eq(i64, (int64_t)(out.len), (int64_t)(frame.len)), "cut at %zu: got %zu of %zu bytes", cut, out.len, frame.len);
 		cr_assert_not(memcmp(out.data, frame.data, frame.len), "cut at %zu: bytes differ", cut);
 		cr_assert(eq(i64, (int64_t)(f.c->nfifo), (int64_t)(0)));
-		cr_assert(eq(i64, (int64_t)(f.c->rx.state), (int64_t)(PROXY_RX_FRAME)));
+		cr_assert(eq(i64, (int64_t)(f.c->from_upstream.state), (int64_t)(PROXY_DIR_FRAME)));
 		codec_buf_free(&out);
 		fixture_fini(&f);
 	}
@@ -532,7 +532,7 @@ Test(proxy_stream, produce_request_streams_at_every_split_and_keeps_what_the_gat
 		cr_assert(eq(i64, (int64_t)(e->produce->parts[0].partition), (int64_t)(3)));
 		cr_assert(eq(i64, (int64_t)(e->produce->parts[0].offset_span), (int64_t)(15)), "3 batches of 5 records");
 		cr_assert_str_eq(proxy_produce_sum_topics(e->produce)[0].name, "t");
-		cr_assert(eq(i64, (int64_t)(f.c->tx.state), (int64_t)(PROXY_RX_FRAME)));
+		cr_assert(eq(i64, (int64_t)(f.c->from_client.state), (int64_t)(PROXY_DIR_FRAME)));
 		codec_buf_free(&out);
 		fixture_fini(&f);
 	}

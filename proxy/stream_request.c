@@ -1,6 +1,8 @@
 /*
- * stream_tx.c — Produce requests streamed to the broker as they arrive
- * (client → broker), their batch headers judged on the way for the hold.
+ * stream_request.c — Produce requests streamed to the broker as they arrive
+ * (client → broker, c->from_client), their batch headers judged on the way
+ * for the hold: the request direction's start and its pieces of the pump
+ * (stream_pump.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,9 +15,7 @@
 #include "proxy/security.h"
 #include "proxy/stream.h"
 
-/* ---- Produce requests (client → broker) ----------------------------------- */
-
-int proxy_tx_start(struct proxy_conn *c, size_t len)
+int proxy_stream_request_start(struct proxy_conn *c, size_t len)
 {
 	struct evbuffer *in = bufferevent_get_input(c->client);
 	if (c->sasl_raw || !c->upstream)
@@ -62,26 +62,27 @@ int proxy_tx_start(struct proxy_conn *c, size_t len)
 		p[6] = 0;
 		p[7] = 13;
 	}
-	struct proxy_rx *tx = &c->tx;
-	tx->req = calloc(1, sizeof(*tx->req));
-	if (!tx->req)
+	struct proxy_stream_dir *rq = &c->from_client;
+	rq->req = calloc(1, sizeof(*rq->req));
+	if (!rq->req)
 		return -1;
-	tx->e = NULL;
-	tx->left = tx->frame = len + 4;
-	tx->opaque = 4 + h.len; /* size prefix and request header as they are */
-	tx->scan = true;
-	tx->client_version = h.api_version;
-	tx->correlation_id = h.correlation_id;
-	codec_produce_stream_init(&tx->ps, wire);
-	proxy_st_st_set_state(c, tx, PROXY_RX_STREAM);
+	rq->e = NULL;
+	rq->left = rq->frame = len + 4;
+	rq->opaque = 4 + h.len; /* size prefix and request header as they are */
+	rq->scan = true;
+	rq->client_version = h.api_version;
+	rq->correlation_id = h.correlation_id;
+	codec_produce_stream_init(&rq->ps, wire);
+	proxy_st_dir_set_state(c, rq, PROXY_DIR_STREAM);
 	return 1;
 }
 
 /* Record what a Produce unit said (before its bytes move on). */
-static int tx_unit(struct proxy_conn *c, struct proxy_rx *tx, const struct codec_iov *iov, int niov)
+static int request_note_unit(struct proxy_conn *c, struct proxy_stream_dir *rq, const struct codec_iov *iov,
+			     int niov)
 {
-	const struct codec_produce_stream *ps = &tx->ps;
-	struct codec_produce_request *req = tx->req;
+	const struct codec_produce_stream *ps = &rq->ps;
+	struct codec_produce_request *req = rq->req;
 	switch (ps->unit) {
 	case CODEC_STREAM_HEAD:
 		req->acks = ps->acks;
@@ -90,13 +91,13 @@ static int tx_unit(struct proxy_conn *c, struct proxy_rx *tx, const struct codec
 			proxy_request_count_acks0();
 			return 0; /* no response will come: no FIFO slot */
 		}
-		tx->e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
-		if (!tx->e)
+		rq->e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+		if (!rq->e)
 			return -1;
-		tx->e->correlation_id = tx->correlation_id;
-		tx->e->api_key = CODEC_API_PRODUCE;
-		tx->e->client_version = tx->client_version;
-		tx->e->api_version = ps->version;
+		rq->e->correlation_id = rq->correlation_id;
+		rq->e->api_key = CODEC_API_PRODUCE;
+		rq->e->client_version = rq->client_version;
+		rq->e->api_version = ps->version;
 		return 0;
 	case CODEC_STREAM_TOPIC: {
 		struct codec_produce_topic_req *t = realloc(req->topics, (req->ntopics + 1) * sizeof(*t));
@@ -147,20 +148,20 @@ static int tx_unit(struct proxy_conn *c, struct proxy_rx *tx, const struct codec
 }
 
 /* The request is through: its entry keeps the summary the response needs. */
-static int tx_finish(struct proxy_conn *c)
+int proxy_st_request_finish(struct proxy_conn *c)
 {
-	struct proxy_rx *tx = &c->tx;
+	struct proxy_stream_dir *rq = &c->from_client;
 	int rc = 1;
-	if (tx->e) {
-		tx->e->produce = proxy_produce_sum_new(tx->req);
-		if (!tx->e->produce)
+	if (rq->e) {
+		rq->e->produce = proxy_produce_sum_new(rq->req);
+		if (!rq->e->produce)
 			rc = -1;
 	}
-	codec_produce_request_free(tx->req);
-	free(tx->req);
-	tx->req = NULL;
-	tx->e = NULL;
-	proxy_st_st_set_state(c, tx, PROXY_RX_FRAME);
+	codec_produce_request_free(rq->req);
+	free(rq->req);
+	rq->req = NULL;
+	rq->e = NULL;
+	proxy_st_dir_set_state(c, rq, PROXY_DIR_FRAME);
 	if (rc < 0) {
 		c->ops->close(c, PROXY_CLOSE_OUT_OF_MEMORY);
 		return rc;
@@ -169,78 +170,56 @@ static int tx_finish(struct proxy_conn *c)
 	return c->state == PROXY_CONN_CLOSING ? -1 : rc;
 }
 
-static int tx_bad(struct proxy_conn *c, enum codec_err err)
+static int request_bad(struct proxy_conn *c, enum codec_err err)
 {
 	uint64_t swallowed = 0;
 	if (proxy_log_allow(&proxy_malformed_log, mirror_now_ms(), &swallowed))
 		LOG_W("request_malformed", "conn=%llu peer=%s api=Produce streamed=1 where=%s error=%s "
 		      "offset=%zu suppressed=%llu", (unsigned long long)c->id, c->peer,
-		      codec_stream_stage_str(c->tx.ps.stage), codec_err_str(err),
-		      c->tx.frame - c->tx.left + codec_err_offset(), (unsigned long long)swallowed);
+		      codec_stream_stage_str(c->from_client.ps.stage), codec_err_str(err),
+		      c->from_client.frame - c->from_client.left + codec_err_offset(), (unsigned long long)swallowed);
 	c->ops->close(c, PROXY_CLOSE_CLIENT_FRAME_MALFORMED);
 	return -1;
 }
 
-int proxy_tx_pump(struct proxy_conn *c)
+/* `n` bytes of an opaque run go on upstream as they are. */
+void proxy_st_request_copy(struct proxy_conn *c, struct evbuffer *in, size_t n)
 {
-	struct proxy_rx *tx = &c->tx;
-	if (tx->state == PROXY_RX_SPLICE) {
-		int rc = proxy_st_splice_pump(c, tx);
-		if (rc != 1)
-			return rc;
-	}
-	if (tx->state != PROXY_RX_STREAM || !c->client || !c->upstream)
+	evbuffer_remove_buffer(in, bufferevent_get_output(c->upstream), n);
+}
+
+/*
+ * The request's structure after an opaque run (`avail` bytes in `in`): the
+ * next Produce unit walked (codec_produce_stream_next), noted for the hold
+ * and forwarded; the top-level tags opaque. 1 go on, 0 wait for bytes, -1
+ * closing.
+ */
+int proxy_st_request_unit(struct proxy_conn *c, struct evbuffer *in, size_t avail)
+{
+	struct proxy_stream_dir *rq = &c->from_client;
+	if (rq->ps.stage == CODEC_STREAM_TAIL) {
+		rq->opaque = rq->left; /* top-level tags: not ours to read */
 		return 1;
-	struct evbuffer *in = bufferevent_get_input(c->client);
-	struct evbuffer *out = bufferevent_get_output(c->upstream);
-	for (;;) {
-		if (c->state == PROXY_CONN_CLOSING)
-			return -1;
-		if (tx->left == 0)
-			return tx_finish(c);
-		size_t avail = evbuffer_get_length(in);
-		if (tx->opaque > 0) {
-			if (avail == 0) {
-				if (proxy_st_splice_possible(c, tx) && proxy_st_splice_setup(c, tx) == 0) {
-					tx->wait_drain = false;
-					int rc = proxy_st_splice_begin(c, tx);
-					if (rc != 1)
-						return rc;
-					continue;
-				}
-				proxy_st_splice_wait_end(c, tx);
-				proxy_st_splice_wait_drain(c, tx);
-				return 0;
-			}
-			size_t n = avail < tx->opaque ? avail : tx->opaque;
-			evbuffer_remove_buffer(in, out, n);
-			tx->opaque -= n;
-			tx->left -= n;
-			continue;
-		}
-		if (tx->ps.stage == CODEC_STREAM_TAIL) {
-			tx->opaque = tx->left; /* top-level tags: not ours to read */
-			continue;
-		}
-		size_t look = avail < tx->left ? avail : tx->left;
-		struct codec_iov iov[PROXY_MAX_IOV];
-		int niov = proxy_buf_iov(in, 0, look, iov, PROXY_MAX_IOV);
-		size_t used = 0, records = 0;
-		enum codec_err err = niov < 0 ? CODEC_ERR_NOMEM
-					      : codec_produce_stream_next(&tx->ps, iov, niov, &used, &records);
-		if (err == CODEC_ERR_UNDERFLOW) {
-			if (look == tx->left || look > (size_t)c->srv->conf->max_frame_bytes)
-				return tx_bad(c, look == tx->left ? err : CODEC_ERR_LIMIT);
-			return 0;
-		}
-		if (err != CODEC_OK || used + records > tx->left)
-			return tx_bad(c, err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
-		if (tx_unit(c, tx, iov, niov) < 0) {
-			c->ops->close(c, PROXY_CLOSE_OUT_OF_MEMORY);
-			return -1;
-		}
-		evbuffer_remove_buffer(in, out, used);
-		tx->left -= used;
-		tx->opaque = records;
 	}
+	size_t look = avail < rq->left ? avail : rq->left;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 0, look, iov, PROXY_MAX_IOV);
+	size_t used = 0, records = 0;
+	enum codec_err err = niov < 0 ? CODEC_ERR_NOMEM
+				      : codec_produce_stream_next(&rq->ps, iov, niov, &used, &records);
+	if (err == CODEC_ERR_UNDERFLOW) {
+		if (look == rq->left || look > (size_t)c->srv->conf->max_frame_bytes)
+			return request_bad(c, look == rq->left ? err : CODEC_ERR_LIMIT);
+		return 0;
+	}
+	if (err != CODEC_OK || used + records > rq->left)
+		return request_bad(c, err != CODEC_OK ? err : CODEC_ERR_BAD_MSG);
+	if (request_note_unit(c, rq, iov, niov) < 0) {
+		c->ops->close(c, PROXY_CLOSE_OUT_OF_MEMORY);
+		return -1;
+	}
+	evbuffer_remove_buffer(in, bufferevent_get_output(c->upstream), used);
+	rq->left -= used;
+	rq->opaque = records;
+	return 1;
 }
