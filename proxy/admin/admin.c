@@ -117,7 +117,7 @@ static void probe_done(struct proxy_admin *a, const char *why)
 	probe_schedule(a, PROBE_INTERVAL_MS);
 }
 
-/* conn.c: a client's connect to upstream.broker failed — probe now rather
+/* conn_io.c: a client's connect to upstream.broker failed — probe now rather
  * than at the next interval (the listener is paused sooner). */
 static void probe_now(void *arg)
 {
