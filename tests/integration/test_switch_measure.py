@@ -30,6 +30,7 @@ import yaml
 
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
 from sghelpers import wait_sync
+from rawkafka import RawClient
 from clientrun import CLIENTS_CACHE, LineClient, install
 from sgfixture import KAFKA_LIBS
 from test_client_matrix import CLIENTS, V, Spec, stored
@@ -110,3 +111,30 @@ def test_idempotent_producer_across_switch(spec, dest_kind, make_syncgate, make_
         assert not after_acks and all("UNKNOWN_TOPIC_ID" in e[2] for e in c.errs), (after_acks, c.errs)
     else:
         assert [v for _, _, v in after_acks] == [f"b{i}" for i in range(10)] and not c.errs, (after_acks, c.errs)
+
+
+def test_colliding_producer_id_is_acknowledged_without_being_stored(dest, topic_name):
+    """Why the switch must not forward a source-allocated producer id
+    (docs/switchover.md "Producer state"): when the destination has state for
+    the same id and epoch from another producer, a batch whose sequence range
+    equals one of that producer's last five batches is taken for a retry of
+    it: the broker answers success with the offset of *that* batch and does
+    not store the new record — a false ack."""
+    dest.create_topic(topic_name, partitions=1)
+    host, port = dest.bootstrap.rsplit(":", 1)
+    pid = 4242
+    c = RawClient(host, int(port))
+    try:
+        for seq in range(10):  # the destination's own producer with that id
+            r = c.produce(topic_name, 0, [f"native{seq}".encode()], producer=(pid, 0, seq))
+            assert r.topics[topic_name][0].error_code == 0, r.topics
+        # a switched client whose source-allocated id is the same
+        r = c.produce(topic_name, 0, [b"switched7"], producer=(pid, 0, 7))
+    finally:
+        c.close()
+    stored_values = {rec.offset: rec.value for rec in dest.consume(topic_name, 0)}
+    res = r.topics[topic_name][0]
+    print(f"\nMEASURE colliding producer id: error {res.error_code} offset {res.base_offset}, "
+          f"stored there {stored_values.get(res.base_offset)}, {len(stored_values)} records")
+    assert (res.error_code, res.base_offset) == (0, 7), res
+    assert stored_values[7] == b"native7" and b"switched7" not in stored_values.values(), stored_values
