@@ -20,11 +20,13 @@ from typing import Optional
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 
-def record_batch(values: list[bytes], key: Optional[bytes] = None) -> bytes:
-    """A RecordBatch v2 (no compression) holding `values`."""
+def record_batch(values: list[bytes], key: Optional[bytes] = None,
+                 producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+    """A RecordBatch v2 (no compression) holding `values`; `producer`:
+    (producer id, epoch, base sequence) of an idempotent batch."""
     b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                  producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                  batch_size=1 << 30)
+                                  producer_id=producer[0], producer_epoch=producer[1],
+                                  base_sequence=producer[2], batch_size=1 << 30)
     now = int(time.time() * 1000)
     for v in values:
         b.append(0, now, key, v, [])
@@ -336,9 +338,10 @@ class RawClient:
 
     def produce(self, topic: str, partition: int, values: list[bytes], version: int = 9,
                 acks: int = -1, timeout_ms: int = 30000,
-                topic_id: Optional[bytes] = None) -> ProduceResult:
+                topic_id: Optional[bytes] = None,
+                producer: tuple[int, int, int] = (-1, -1, -1)) -> ProduceResult:
         body = produce_body(version, acks, timeout_ms,
-                            {topic: {partition: record_batch(values)}},
+                            {topic: {partition: record_batch(values, producer=producer)}},
                             {topic: topic_id} if topic_id else None)
         self.send(0, version, body, expect_response=acks != 0)
         if acks == 0:
