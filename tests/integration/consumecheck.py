@@ -216,12 +216,14 @@ class ConsumeCheck:
             while not self._stop.is_set():
                 m = c.poll(0.2)
                 batch = []
-                while m is not None and len(batch) < 1000:  # what librdkafka has received so far
+                while m is not None:  # what librdkafka has received so far, up to 1000
                     if m.error():
                         with self._lock:
                             self.errors[r.name].append(str(m.error()))
                     else:
                         batch.append((m.offset(), m.timestamp()[1], m.value()))
+                    if len(batch) >= 1000:  # stop before polling one more (it would be dropped)
+                        break
                     m = c.poll(0)
                 if batch:
                     self._received(hw, r, time.monotonic(), batch)
