@@ -466,7 +466,7 @@ struct mirror_wait *mirror_gate_wait_since(struct mirror_gate *g, struct mirror_
 				if (deadline_ms > ps->demand_until_ms)
 					ps->demand_until_ms = deadline_ms;
 				mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded,
-						     ps->demand_until_ms);
+						     ps->demand_until_ms, p->committed ? p->last_offset + 1 : -1);
 			}
 		}
 		ref_start[i + 1] = (uint32_t)k;
