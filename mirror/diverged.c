@@ -10,7 +10,11 @@
  * records, and a release by them would be a false ack. Hence the rule every
  * progress report obeys: a destination HW D read at time t is reported as
  * progress only with a source HW sampled at or after t that is ≥ D
- * (mirror_wread.source_after; the gate checks it again, report.c). The lanes
+ * (mirror_wread.source_after; the gate checks it again, report.c), or —
+ * for a held partition — with the source HW the source's own acks=all
+ * answer vouched for before t, when that is ≥ D: HWs never go back, and a
+ * source that went back (recreated, truncated) answers its new records
+ * with lower offsets, which then vouch for less than D. The lanes
  * (lane.c) send their source ListOffsets right after the destination's, the
  * background round (progress.c) reports a partition at lag zero only by a
  * progress read before its source sample.

@@ -422,9 +422,14 @@ void mirror_worker_suspect(struct mirror_worker *w, const char *topic, int32_t p
 /* Ask for prompt progress of (topic, partition) until offset `need` is durable
  * or `until_ms` (monotonic ms) passes: in `poll` mode a known partition is
  * queued on its destination leader's lane at once (polled now, or right after
- * the request in flight). Loop thread; takes the worker's table mutex briefly. */
+ * the request in flight). `source_hw`: a source HW the source's own answer
+ * vouches for (the end of an acks=all Produce's records; -1 none) — the
+ * partition's latest, replacing the one before (a recreated source starts
+ * low again): a destination HW read at or below it needs no source read
+ * after it (lane.c, diverged.c). Loop thread; takes the worker's table
+ * mutex briefly. */
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
-			  int64_t need, int64_t until_ms);
+			  int64_t need, int64_t until_ms, int64_t source_hw);
 
 /* mirrored_hw.c: a partition's progress (partition -1: the topic's type)
  * may have moved — fire the watches it satisfies (deferred). Free at gate free. */

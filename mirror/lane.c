@@ -15,9 +15,11 @@
  *   - the tail's (tail.c): a destination HW already read, to confirm only.
  * Each request is followed by a source ListOffsets of the same partitions
  * (the source's HW sampled after the destination's was read; not of a held
- * partition whose destination did not move: nothing to report): a
- * destination HW is reported only when that source HW is not below it
- * (diverged.c) — one source round trip added to a release.
+ * partition whose destination did not move: nothing to report; nor of a
+ * held partition whose destination HW is at or below the source HW its
+ * acks=all answer vouched for, src_acked): a destination HW is reported
+ * only when that source HW is not below it (diverged.c). A release whose
+ * records were the partition's latest needs no source round trip.
  * A lane whose leader timed out uses a short timeout for a while, and a
  * failed request is retried after poll_interval_ms; either way only that
  * leader's partitions wait. A partition whose leader changed moves to its
@@ -69,6 +71,10 @@ static struct mirror_lane *lane_for(struct mirror_worker *w, int32_t leader)
 			  "ListOffsets requests for destination progress, per destination leader (-1: not "
 			  "known yet); kind demand: a held response waited on one of its partitions",
 			  prefix, "kind", kinds, 2, ln->m_requests);
+	ln->m_source = metric_get(METRIC_COUNTER, "syncgate_mirror_source_offsets_requests_total",
+				  "ListOffsets requests to the source confirming destination HWs this lane "
+				  "read (none for a release the source's acks=all answer vouches for)",
+				  prefix, NULL, 0);
 	pthread_condattr_t ca;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -133,6 +139,9 @@ struct lane_item {
 	bool tail;          /* dst_hw from the tail's fetch: it may not confirm */
 	bool unchanged;     /* demanded only, and dst_hw is the progress already confirmed:
 			     * nothing to report, no source read */
+	int64_t acked_hw;   /* demanded only: dst_hw is at or below this source HW the
+			     * source's acks=all answer vouched for — no source read, it
+			     * stands for the sample after (diverged.c); -1 */
 	rd_kafka_resp_err_t dst_err, src_err;
 	int64_t src_hw;     /* source HW sampled after dst_hw was read */
 };
@@ -168,10 +177,12 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 			int64_t d = it[j].dst_hw;
 			bool was_ok = wp->confirmed && !wp->diverged;
 			bool gone = mirror_source_gone(it[j].src_err);
-			if (it[j].src_err ? !gone : it[j].src_hw < 0) {
+			if (it[j].acked_hw < 0 && (it[j].src_err ? !gone : it[j].src_hw < 0)) {
 				failed = true; /* no source sample after it: nothing to report, ask again */
 			} else {
 				struct mirror_wsample smp = {gone ? -1 : it[j].src_hw, when->sent_us, when->done_us};
+				if (it[j].acked_hw >= 0) /* vouched for before this read: no "went back" test */
+					smp = (struct mirror_wsample){it[j].acked_hw, 0, 0};
 				if (mirror_check_diverged(w, t, p, d, &smp, it[j].tail ? 0 : seq)) {
 					failed = true; /* reported; asked again after poll_interval_ms */
 				} else if (d != wp->progress || wp->failing || it[j].bg_hw >= 0 || it[j].tail || !was_ok) {
@@ -203,8 +214,9 @@ static bool lane_list(rd_kafka_t *rk, struct lane_item *it, size_t n, bool dst, 
 	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
 	size_t k = 0;
 	for (size_t j = 0; l && idx && j < n; j++) {
-		if (dst ? it[j].dst_hw >= 0 : it[j].dst_err || it[j].dst_hw < 0 || it[j].unchanged)
-			continue; /* dst: known (the tail's); src: no destination HW to confirm */
+		if (dst ? it[j].dst_hw >= 0
+			: it[j].dst_err || it[j].dst_hw < 0 || it[j].unchanged || it[j].acked_hw >= 0)
+			continue; /* dst: known (the tail's); src: no destination HW to confirm, or vouched for */
 		rd_kafka_topic_partition_list_add(l, dst ? it[j].dst : it[j].src, it[j].ref.partition)->offset =
 			RD_KAFKA_OFFSET_END;
 		idx[k++] = j;
@@ -283,7 +295,8 @@ static void *lane_main(void *arg)
 			nbg += !demanded && read;
 			ndem += demanded;
 			it[n] = (struct lane_item){.ref = work[i], .src = t->topic, .dst = t->dst, .bg_hw = wp->bg_hw,
-						   .dst_hw = read ? -1 : wp->tail_check, .tail = !read, .src_hw = -1};
+						   .dst_hw = read ? -1 : wp->tail_check, .tail = !read, .src_hw = -1,
+						   .acked_hw = -1};
 			wp->bg_hw = wp->tail_check = -1;
 			n++;
 		}
@@ -298,18 +311,31 @@ static void *lane_main(void *arg)
 		bool asked = lane_list(w->dst, it, n, true, timeout, &err);
 		int64_t read_us = mirror_worker_now_us();
 		/* a held partition whose destination did not move needs no source
-		 * read: the poll cycle stays one destination round trip */
+		 * read: the poll cycle stays one destination round trip; nor one
+		 * whose destination HW is at or below what the source's acks=all
+		 * answer vouched for (source HWs never go back unless the partition
+		 * was recreated or truncated — then its new answers vouch for less
+		 * and the read happens): a release stays one round trip */
 		pthread_mutex_lock(&w->tmu);
 		for (size_t j = 0; j < n; j++) {
 			const struct mirror_wpart *wp = &w->topics[it[j].ref.topic].parts[it[j].ref.partition];
-			it[j].unchanged = !it[j].tail && it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0 &&
-					  it[j].dst_hw == wp->progress && wp->confirmed && !wp->diverged && !wp->failing;
+			bool fresh = !it[j].tail && it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0;
+			it[j].unchanged = fresh && it[j].dst_hw == wp->progress && wp->confirmed && !wp->diverged &&
+					  !wp->failing;
+			/* only while confirmed: a suspect or diverged partition waits
+			 * for a fresh source sample (diverged.c) */
+			if (it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0 && !it[j].unchanged &&
+			    wp->src_acked >= 0 && it[j].dst_hw <= wp->src_acked && wp->confirmed && !wp->diverged &&
+			    !wp->failing) /* a demanded read, or the tail's */
+				it[j].acked_hw = wp->src_acked;
 		}
 		pthread_mutex_unlock(&w->tmu);
 		struct mirror_wsample when = {.sent_us = read_us};
-		lane_list(w->src, it, n, false, MIRROR_W_LIST_MS, &serr);
+		bool asked_source = lane_list(w->src, it, n, false, MIRROR_W_LIST_MS, &serr);
 		when.done_us = mirror_worker_now_us();
 		pthread_mutex_lock(&w->tmu);
+		if (asked_source)
+			metric_add(ln->m_source, 1);
 		if (serr && serr != RD_KAFKA_RESP_ERR__UNKNOWN_TOPIC)
 			LOG_D("mirror_source_offsets_failed", "mirror=%s leader=%d reason=\"%s\"", w->name,
 			      (int)ln->leader, rd_kafka_err2name(serr));

@@ -55,6 +55,8 @@ struct mirror_wait_part {
 	const char *topic;         /* source topic name; borrowed until resolved */
 	int64_t last_offset;       /* BaseOffset + offset span − 1: must be durable */
 	int32_t partition;
+	bool committed;            /* acks=all answered it: the source's HW was at least
+				    * last_offset + 1 then (lets a lane skip a source read) */
 	/* out, set when resolved */
 	enum mirror_outcome outcome;
 	char *message;             /* on failure: names the mirror and the reason; owned by the

@@ -207,7 +207,7 @@ struct mirror_hw_watch *mirror_gate_hw_watch(struct mirror_gate *g, const char *
 				ps->demanded = above;
 			if (until_ms > ps->demand_until_ms)
 				ps->demand_until_ms = until_ms;
-			mirror_worker_demand(l->worker, topic, partition, ps->demanded, ps->demand_until_ms);
+			mirror_worker_demand(l->worker, topic, partition, ps->demanded, ps->demand_until_ms, -1);
 		}
 	}
 	/* already past (a report raced the caller's clamp): fire soon */

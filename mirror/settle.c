@@ -78,7 +78,7 @@ static void tstate_join_waiters(struct mirror_tstate *t)
 				if (w->deadline_ms > ps->demand_until_ms)
 					ps->demand_until_ms = w->deadline_ms;
 				mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded,
-						     ps->demand_until_ms);
+						     ps->demand_until_ms, p->committed ? p->last_offset + 1 : -1);
 			}
 			if (mirror_isr_short(ps)) {
 				mirror_part_isr_message(p, l, ps);

@@ -161,7 +161,7 @@ static void apply_one(struct mirror_gate *g, struct mirror_tstate *t, const stru
 	if (before.desired != after.desired) {
 		t->pending_logged = false;
 		if (after.desired == MIRROR_SYNC && l->worker) /* make the worker track it */
-			mirror_worker_demand(l->worker, t->topic, 0, -1, 0);
+			mirror_worker_demand(l->worker, t->topic, 0, -1, 0, -1);
 	}
 	mirror_tstate_settle(t); /* a no-op while history is folded (tstate_gating) */
 	mirror_tstate_metrics(t);

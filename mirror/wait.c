@@ -455,7 +455,8 @@ static int hold_on(struct mirror_wait *w, uint32_t i, const struct mirror_wait_p
 			ps->demanded = p->last_offset;
 		if (deadline_ms > ps->demand_until_ms)
 			ps->demand_until_ms = deadline_ms;
-		mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded, ps->demand_until_ms);
+		mirror_worker_demand(l->worker, p->topic, p->partition, ps->demanded, ps->demand_until_ms,
+				     p->committed ? p->last_offset + 1 : -1);
 	}
 	return 0;
 }

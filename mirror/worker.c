@@ -61,6 +61,8 @@ static void take_demands(struct mirror_worker *w)
 				p->need = dq[i].need;
 			if (dq[i].until_ms > p->until_ms)
 				p->until_ms = dq[i].until_ms;
+			if (dq[i].source_hw >= 0)
+				p->src_acked = dq[i].source_hw;
 			if (w->offsets == CONF_OFFSETS_PRESERVED && w->progress == CONF_PROGRESS_POLL)
 				mirror_lane_enqueue(w, (uint32_t)(t - w->topics), dq[i].partition);
 		}
@@ -437,12 +439,13 @@ void mirror_worker_suspect(struct mirror_worker *w, const char *topic, int32_t p
 	if (kt && partition >= 0 && partition < kt->npart_alloc) {
 		kt->parts[partition].confirmed = false;
 		kt->parts[partition].confirm_from = w->read_seq + 1;
+		kt->parts[partition].src_acked = -1; /* went back: what it vouched for is void */
 	}
 	pthread_mutex_unlock(&w->tmu);
 }
 
 void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t partition,
-			  int64_t need, int64_t until_ms)
+			  int64_t need, int64_t until_ms, int64_t source_hw)
 {
 	/* A known partition goes straight to its leader's lane. */
 	pthread_mutex_lock(&w->tmu);
@@ -453,6 +456,8 @@ void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t pa
 			wp->need = need;
 		if (until_ms > wp->until_ms)
 			wp->until_ms = until_ms;
+		if (source_hw >= 0)
+			wp->src_acked = source_hw;
 		if (w->offsets == CONF_OFFSETS_PRESERVED && w->progress == CONF_PROGRESS_POLL)
 			mirror_lane_enqueue(w, (uint32_t)(kt - w->topics), partition);
 		pthread_mutex_unlock(&w->tmu);
@@ -474,7 +479,7 @@ void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t pa
 		w->dq = a;
 		w->capdq = cap;
 	}
-	w->dq[w->ndq++] = (struct mirror_wdemand){t, partition, need, until_ms};
+	w->dq[w->ndq++] = (struct mirror_wdemand){t, partition, need, until_ms, source_hw};
 	pthread_cond_signal(&w->cv);
 	pthread_mutex_unlock(&w->mu);
 }

@@ -56,7 +56,7 @@
 struct mirror_wdemand {
 	char *topic;
 	int32_t partition;
-	int64_t need, until_ms;
+	int64_t need, until_ms, source_hw;
 };
 
 /* Per (topic, partition); under w->tmu. */
@@ -65,6 +65,8 @@ struct mirror_wpart {
 	int64_t progress;    /* last progress read */
 	int32_t isr, min_isr;
 	int64_t need, until_ms; /* demand: prompt progress while progress <= need */
+	int64_t src_acked;   /* demand: a source HW the source's acks=all answer vouched for,
+			      * the latest (mirror_worker_demand), -1 */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
 	int64_t mm2_down;    /* mm2: its downstream offset, -1 */
 	int64_t syncs_behind_since_ms; /* mm2: destination ahead of the offset-syncs since, -1 */
@@ -118,6 +120,7 @@ struct mirror_lane {
 	int64_t retry_ms;        /* after a failed request: not before */
 	uint64_t requests;       /* sent (LOG_D on stop) */
 	struct metric *m_requests[2]; /* syncgate_mirror_progress_requests_total by kind: demand, background */
+	struct metric *m_source;         /* syncgate_mirror_source_offsets_requests_total */
 };
 struct mirror_worker {
 	pthread_t th;                    /* main */

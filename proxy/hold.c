@@ -346,6 +346,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 			wp->topic = kept; /* the request summary's (or the TopicId map's) */
 			wp->partition = rp->index;
 			wp->last_offset = rp->base_offset + q->offset_span - 1;
+			wp->committed = req->acks == -1;
 			wp->outcome = MIRROR_PENDING;
 			pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 		}

@@ -553,3 +553,50 @@ Test(mirror_worker, idle_partition_written_to_on_the_destination_is_seen_ahead, 
 	cr_assert(lt(i64, (int64_t)(took), (int64_t)(MIRROR_W_SWEEP_MS + MIRROR_W_LAG_MS + 2000)), "within a sweep (%lld ms)", (long long)took);
 	stop();
 }
+
+/* A held partition whose destination HW reaches the end of the records the
+ * source answered with acks=all is released without a source read: the
+ * answer vouches for that source HW (diverged.c). The source is made slow
+ * (1.5 s a request): released by the destination's read alone, well before
+ * a source answer could arrive; a wait without that answer (acks=1 under
+ * gate.acks1, committed false) still waits for the source read. */
+static int64_t release_ms_with_slow_source(bool committed)
+{
+	start(CONF_PROGRESS_POLL);
+	promoted();
+	run_ms(300);
+	produce(mc_src, 0, 5); /* offsets 10..14 */
+	cr_assert(eq(i64, (int64_t)(rd_kafka_mock_broker_set_rtt(mc_src, 1, 1500)), (int64_t)(0)));
+	struct mirror_wait_part p = {.topic = "orders", .partition = 0, .last_offset = 14,
+				     .committed = committed};
+	struct outrec o = {0};
+	cr_assert_not_null(mirror_gate_wait(g, &p, 1, mirror_now_ms() + 20000, on_out, &o));
+	run_ms(2000); /* requests to the source sent before the RTT took effect are answered */
+	cr_assert(eq(i64, (int64_t)(o.calls), (int64_t)(0)), "held: the destination lacks 10..14");
+	produce(mc_dst, 0, 5);
+	int64_t t0 = mirror_now_ms(), end = t0 + 15000;
+	while (!o.calls && mirror_now_ms() < end)
+		run_ms(5);
+	int64_t took = mirror_now_ms() - t0;
+	cr_assert(eq(i64, (int64_t)(o.calls), (int64_t)(1)));
+	cr_assert(eq(i64, (int64_t)(o.outcome), (int64_t)(MIRROR_SATISFIED)));
+	mirror_wait_parts_clear(&p, 1);
+	rd_kafka_mock_broker_set_rtt(mc_src, 1, 0);
+	stop();
+	cr_log_info("released %lld ms after the destination had the records (committed=%d, source RTT 1500 ms)",
+		    (long long)took, committed);
+	return took;
+}
+
+Test(mirror_worker, poll_release_vouched_for_by_acks_all_needs_no_source_read, .timeout = 90)
+{
+	int64_t took = release_ms_with_slow_source(true);
+	cr_assert(lt(i64, took, 1000), "released by the destination read alone (%lld ms)", (long long)took);
+}
+
+Test(mirror_worker, poll_release_without_an_acks_all_answer_waits_for_the_source_read, .timeout = 90)
+{
+	int64_t took = release_ms_with_slow_source(false);
+	cr_assert(ge(i64, took, 1000), "a destination HW is confirmed by a source read after it (%lld ms)",
+		  (long long)took);
+}
