@@ -42,5 +42,6 @@
 #include "codec/stream.h"    /* streaming scans (Fetch responses, Produce requests) */
 #include "codec/produce.h"   /* Produce */
 #include "codec/fetch.h"     /* Fetch, ListOffsets, OffsetForLeaderEpoch, the clamp */
+#include "codec/batch.h"     /* one RecordBatch in place: CRC-32C, producer fields */
 
 #endif

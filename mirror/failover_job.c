@@ -11,29 +11,17 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "codec/codec.h"
 #include "mirror/failover.h"
 #include "mirror/worker.h"
-
-/* CRC-32C (Castagnoli), bitwise. Any thread. */
-static uint32_t crc32c(uint32_t crc, const void *buf, size_t n)
-{
-	const unsigned char *p = buf;
-	crc = ~crc;
-	while (n--) {
-		crc ^= *p++;
-		for (int k = 0; k < 8; k++)
-			crc = crc & 1 ? (crc >> 1) ^ 0x82F63B78u : crc >> 1;
-	}
-	return ~crc;
-}
 
 static uint32_t crc_len(uint32_t crc, const void *p, size_t n)
 {
 	uint32_t be = p ? (uint32_t)n : 0xffffffffu;
 	unsigned char b[4] = {(unsigned char)(be >> 24), (unsigned char)(be >> 16), (unsigned char)(be >> 8),
 			      (unsigned char)be};
-	crc = crc32c(crc, b, 4);
-	return p ? crc32c(crc, p, n) : crc;
+	crc = codec_crc32c(crc, b, 4);
+	return p ? codec_crc32c(crc, p, n) : crc;
 }
 
 /* What identifies a record's content across clusters: key, value, headers
