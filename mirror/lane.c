@@ -139,9 +139,10 @@ struct lane_item {
 	bool tail;          /* dst_hw from the tail's fetch: it may not confirm */
 	bool unchanged;     /* demanded only, and dst_hw is the progress already confirmed:
 			     * nothing to report, no source read */
-	int64_t acked_hw;   /* demanded only: dst_hw is at or below this source HW the
-			     * source's acks=all answer vouched for — no source read, it
-			     * stands for the sample after (diverged.c); -1 */
+	int64_t acked_hw;   /* a demanded read or the tail's (not the background's): dst_hw
+			     * is at or below this source HW the source's acks=all answer
+			     * vouched for — no source read, it stands for the sample
+			     * after (diverged.c); -1 */
 	rd_kafka_resp_err_t dst_err, src_err;
 	int64_t src_hw;     /* source HW sampled after dst_hw was read */
 };
