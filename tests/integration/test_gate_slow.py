@@ -50,7 +50,12 @@ def test_one_stopped_destination_broker_holds_only_its_partitions(
     source.create_topic(topic_name, partitions=3)
     leaders = {p["partition"]: p["leader"] for p in dst3.partitions(topic_name)}
     assert len(set(leaders.values())) >= 2, leaders
-    mirror = make_testmirror([topic_name], dest=dst3)
+    # the test mirror is an idempotent librdkafka producer: once a request to
+    # the stopped broker times out it drains and bumps its epoch, sending
+    # nothing to any broker meanwhile — with the default 30 s request timeout
+    # the healthy partitions' records would not be copied within the gate's
+    # 30 s either (a CI run hit it). A short timeout keeps those pauses short.
+    mirror = make_testmirror([topic_name], dest=dst3, extra=["-D", "request.timeout.ms=3000"])
     sg = make_syncgate(source, mirrors=[mirror_conf("dr3", dst3, [topic_name], progress=progress)])
     wait_effective(sg, "dr3", topic_name)
 
