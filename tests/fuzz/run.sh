@@ -13,6 +13,9 @@ if [ ! -d "$build" ]; then
 	CC=clang meson setup "$build" "$root" -Dfuzz=true -Db_lundef=false >/dev/null
 fi
 targets=$(cd "$root/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
+# regenerate a build dir made before a target was added (meson compile looks
+# the target names up before it would regenerate)
+ninja -C "$build" build.ninja >/dev/null
 meson compile -C "$build" $targets >/dev/null
 status=0
 for t in $targets; do
