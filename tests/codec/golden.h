@@ -18,6 +18,14 @@ void golden_load(struct golden *g, const char *name, bool request, int16_t api_k
 /** golden_load() of <prefix>_v<version>.hex (e.g. "fetch_resp", 12). */
 void golden_load_v(struct golden *g, const char *prefix, bool request, int16_t api_key, int16_t version);
 void golden_free(struct golden *g);
+/** The big-endian int64 at p. */
+static inline int64_t golden_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return (int64_t)v;
+}
 /** Load a hex file into a new buffer; returns its length. */
 size_t golden_read_hex(const char *path, uint8_t **out);
 

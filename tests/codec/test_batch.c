@@ -51,8 +51,9 @@ Test(codec_batch, crc32c_known_answers_and_chaining)
 }
 
 /* The first partition's records of a golden Produce request: one batch
- * built by Kafka's MemoryRecords. Copied into *out (owned). */
-static size_t golden_batch(int16_t v, uint8_t **out)
+ * built by Kafka's MemoryRecords. Copied into *out and, when `copy` is not
+ * NULL, once more into *copy (both owned). */
+static size_t golden_batch(int16_t v, uint8_t **out, uint8_t **copy)
 {
 	char name[64];
 	snprintf(name, sizeof(name), "produce_req_v%d", v);
@@ -66,6 +67,11 @@ static size_t golden_batch(int16_t v, uint8_t **out)
 	*out = malloc((size_t)s.len);
 	cr_assert_not_null(*out);
 	memcpy(*out, (const uint8_t *)body.base + s.off, (size_t)s.len);
+	if (copy) {
+		*copy = malloc((size_t)s.len);
+		cr_assert_not_null(*copy);
+		memcpy(*copy, *out, (size_t)s.len);
+	}
 	codec_produce_request_free(&m);
 	golden_free(&g);
 	return (size_t)s.len;
@@ -75,7 +81,7 @@ Test(codec_batch, check_accepts_the_batches_kafka_builds)
 {
 	for (int16_t v = 3; v <= 13; v++) {
 		uint8_t *b;
-		size_t n = golden_batch(v, &b);
+		size_t n = golden_batch(v, &b, NULL);
 		cr_assert(eq(i64, (int64_t)(codec_batch_check(b, n)), (int64_t)(CODEC_OK)), "v%d", v);
 		cr_assert(eq(u32, codec_crc32c(0, b + CODEC_BATCH_ATTRIBUTES_AT, n - CODEC_BATCH_ATTRIBUTES_AT),
 			     (uint32_t)b[17] << 24 | (uint32_t)b[18] << 16 | (uint32_t)b[19] << 8 | b[20]));
@@ -83,24 +89,13 @@ Test(codec_batch, check_accepts_the_batches_kafka_builds)
 	}
 }
 
-static int64_t be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return (int64_t)v;
-}
-
 Test(codec_batch, set_producer_rewrites_the_fields_and_the_crc_only)
 {
-	uint8_t *b;
-	size_t n = golden_batch(9, &b);
-	uint8_t *orig = malloc(n);
-	cr_assert_not_null(orig);
-	memcpy(orig, b, n);
+	uint8_t *b, *orig;
+	size_t n = golden_batch(9, &b, &orig);
 	cr_assert(eq(i64, (int64_t)(codec_batch_set_producer(b, n, 123456789012LL, 7)), (int64_t)(CODEC_OK)));
 	cr_assert(eq(i64, (int64_t)(codec_batch_check(b, n)), (int64_t)(CODEC_OK)), "still a valid batch");
-	cr_assert(eq(i64, be64(b + CODEC_BATCH_PRODUCER_ID_AT), 123456789012LL));
+	cr_assert(eq(i64, golden_be64(b + CODEC_BATCH_PRODUCER_ID_AT), 123456789012LL));
 	cr_assert(eq(i64, (int64_t)(b[CODEC_BATCH_EPOCH_AT] << 8 | b[CODEC_BATCH_EPOCH_AT + 1]), 7));
 	/* everything else as it was: offsets, lengths, magic, attributes..timestamps, sequence, records */
 	cr_assert_not(memcmp(b, orig, CODEC_BATCH_CRC_AT));
@@ -109,7 +104,7 @@ Test(codec_batch, set_producer_rewrites_the_fields_and_the_crc_only)
 	cr_assert_not(memcmp(b + CODEC_BATCH_SEQUENCE_AT, orig + CODEC_BATCH_SEQUENCE_AT, n - CODEC_BATCH_SEQUENCE_AT));
 	cr_assert(memcmp(b + CODEC_BATCH_CRC_AT, orig + CODEC_BATCH_CRC_AT, 4) != 0, "a new CRC");
 	/* and back: the original bytes exactly */
-	int64_t pid = be64(orig + CODEC_BATCH_PRODUCER_ID_AT);
+	int64_t pid = golden_be64(orig + CODEC_BATCH_PRODUCER_ID_AT);
 	int16_t epoch = (int16_t)(orig[CODEC_BATCH_EPOCH_AT] << 8 | orig[CODEC_BATCH_EPOCH_AT + 1]);
 	cr_assert(eq(i64, (int64_t)(codec_batch_set_producer(b, n, pid, epoch)), (int64_t)(CODEC_OK)));
 	cr_assert_not(memcmp(b, orig, n));
@@ -119,11 +114,8 @@ Test(codec_batch, set_producer_rewrites_the_fields_and_the_crc_only)
 
 Test(codec_batch, bad_batches_are_refused_and_left_unchanged)
 {
-	uint8_t *b;
-	size_t n = golden_batch(9, &b);
-	uint8_t *copy = malloc(n);
-	cr_assert_not_null(copy);
-	memcpy(copy, b, n);
+	uint8_t *b, *copy;
+	size_t n = golden_batch(9, &b, &copy);
 	cr_assert(eq(i64, (int64_t)(codec_batch_check(b, CODEC_BATCH_HEADER_LEN - 1)), (int64_t)(CODEC_ERR_UNDERFLOW)));
 	cr_assert(eq(i64, (int64_t)(codec_batch_check(b, n - 1)), (int64_t)(CODEC_ERR_UNDERFLOW)), "shorter than its batchLength");
 	b[n - 1] ^= 0x40; /* a record byte: the CRC no longer matches */

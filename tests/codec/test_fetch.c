@@ -27,14 +27,6 @@ Test(codec, fetch_response_golden_scan_and_truncations_v4_to_v18)
 		check_golden(&fetch_resp, v);
 }
 
-static int64_t be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return (int64_t)v;
-}
-
 Test(codec, fetch_response_scan_positions_point_at_offsets)
 {
 	for (int16_t v = 4; v <= 18; v++) {
@@ -52,8 +44,8 @@ Test(codec, fetch_response_scan_positions_point_at_offsets)
 		for (size_t i = 0; i < s.npartitions; i++) {
 			const struct codec_fetch_partition_pos *p = &s.partitions[i];
 			cr_assert(eq(i64, (int64_t)(p->topic), (int64_t)(i / 2)));
-			cr_assert(eq(i64, (int64_t)(be64(body.base + p->high_watermark_off)), (int64_t)(p->high_watermark)));
-			cr_assert(eq(i64, (int64_t)(be64(body.base + p->last_stable_offset_off)), (int64_t)(p->last_stable_offset)));
+			cr_assert(eq(i64, (int64_t)(golden_be64(body.base + p->high_watermark_off)), (int64_t)(p->high_watermark)));
+			cr_assert(eq(i64, (int64_t)(golden_be64(body.base + p->last_stable_offset_off)), (int64_t)(p->last_stable_offset)));
 		}
 		cr_assert(eq(i64, (int64_t)(s.partitions[2].high_watermark), (int64_t)(5001)));
 		cr_assert(eq(i64, (int64_t)(s.partitions[2].last_stable_offset), (int64_t)(4991)));
