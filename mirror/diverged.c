@@ -14,7 +14,12 @@
  * for a held partition — with the source HW the source's own acks=all
  * answer vouched for before t, when that is ≥ D: HWs never go back, and a
  * source that went back (recreated, truncated) answers its new records
- * with lower offsets, which then vouch for less than D. The lanes
+ * with lower offsets, which then vouch for less than D. The cost: while
+ * waits answered before the source went back are still pending, their
+ * vouched reads keep confirming the old destination HW until a source
+ * sample shows the source went back (the background round, within its
+ * sweep; a lane's source read would have shown it at the next read) — the
+ * same bound as for a partition nothing waits on. The lanes
  * (lane.c) send their source ListOffsets right after the destination's, the
  * background round (progress.c) reports a partition at lag zero only by a
  * progress read before its source sample.
