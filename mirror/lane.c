@@ -320,14 +320,13 @@ static void *lane_main(void *arg)
 		pthread_mutex_lock(&w->tmu);
 		for (size_t j = 0; j < n; j++) {
 			const struct mirror_wpart *wp = &w->topics[it[j].ref.topic].parts[it[j].ref.partition];
-			bool fresh = !it[j].tail && it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0;
-			it[j].unchanged = fresh && it[j].dst_hw == wp->progress && wp->confirmed && !wp->diverged &&
-					  !wp->failing;
-			/* only while confirmed: a suspect or diverged partition waits
-			 * for a fresh source sample (diverged.c) */
-			if (it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0 && !it[j].unchanged &&
-			    wp->src_acked >= 0 && it[j].dst_hw <= wp->src_acked && wp->confirmed && !wp->diverged &&
-			    !wp->failing) /* a demanded read, or the tail's */
+			/* a demanded read or the tail's (not the background's); and only
+			 * while confirmed: a suspect or diverged partition waits for a
+			 * fresh source sample (diverged.c) */
+			bool answered = it[j].bg_hw < 0 && !it[j].dst_err && it[j].dst_hw >= 0;
+			bool healthy = wp->confirmed && !wp->diverged && !wp->failing;
+			it[j].unchanged = answered && !it[j].tail && it[j].dst_hw == wp->progress && healthy;
+			if (answered && healthy && !it[j].unchanged && wp->src_acked >= 0 && it[j].dst_hw <= wp->src_acked)
 				it[j].acked_hw = wp->src_acked;
 		}
 		pthread_mutex_unlock(&w->tmu);
