@@ -59,6 +59,8 @@ void conf_free(struct conf *c)
 	for (size_t i = 0; i < c->nadvertise_nodes; i++)
 		free(c->advertise_nodes[i].addr.host);
 	free(c->advertise_nodes);
+	free(c->switch_host);
+	free_tls(&c->switch_tls);
 	for (size_t i = 0; i < c->nmirrors; i++)
 		conf_mirror_free_fields(&c->mirrors[i]);
 	free(c->mirrors);

@@ -136,6 +136,11 @@ struct conf {
 	size_t nadvertise_nodes;
 	int advertise_base_port;    /* gateway mode: node N served at base_port + N */
 
+	/* switch.*: serving a mirror's destination after the switch (docs/switchover.md) */
+	int switch_base_port;       /* destination node N served at base_port + N; 0: no switch */
+	char *switch_host;          /* host advertised for those listeners (default: listen.kafka's) */
+	struct conf_tls switch_tls; /* TLS from syncgate to the destination's brokers */
+
 	int64_t max_frame_bytes;                /* default 104857600 */
 	int64_t max_held_bytes_per_connection;  /* default 67108864 */
 	int64_t max_held_bytes;                 /* default 1073741824 */

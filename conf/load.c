@@ -382,6 +382,21 @@ static void cross_checks(struct loader *L, struct conf *c, const struct scope *s
 	if (!c->upstream_tls.cert != !c->upstream_tls.key)
 		conf_err_at(L, sc->marks[i_utls], "upstream.tls: cert and key must be set together");
 
+	size_t i_stls = idx_of("switch.tls"), i_sbase = idx_of("switch.base_port");
+	if (!c->switch_tls.cert != !c->switch_tls.key)
+		conf_err_at(L, sc->marks[i_stls], "switch.tls: cert and key must be set together");
+	if (c->switch_base_port > 0 && !c->switch_host && c->listen_kafka.host) {
+		const char *h = c->listen_kafka.host;
+		if (!strcmp(h, "0.0.0.0") || !strcmp(h, "::") || !*h)
+			conf_err_at(L, sc->marks[i_sbase], "switch.base_port: listen.kafka is a wildcard address; "
+				    "set switch.host to the host clients reach this sidecar at");
+		else if (!(c->switch_host = strdup(h)))
+			conf_err_at(L, sc->marks[i_sbase], "out of memory");
+	}
+	if (c->mode == CONF_MODE_GATEWAY && c->switch_base_port > 0 && c->switch_base_port == c->advertise_base_port)
+		conf_err_at(L, sc->marks[i_sbase], "switch.base_port: the same as advertise.base_port (%d)",
+			    c->advertise_base_port);
+
 	/* default: sidecar "{host}:<listen port>"; gateway: the listen host when
 	 * it is a real address (the port is base_port + id either way) */
 	if (!c->advertise_template && c->listen_kafka.host) {

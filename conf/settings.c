@@ -322,6 +322,30 @@ const struct conf_setting conf_settings[] = {
 	{ "advertise.base_port", CONF_T_INT, C(advertise_base_port), 0, 0, 1, 65535, NULL, NULL, NULL,
 	  "Gateway mode only, and required there: node N is advertised and served at `base_port + N`." },
 
+	SEC("switch", NONE, 0,
+	    "Serving a mirror's destination cluster behind this sidecar's own addresses after "
+	    "`syncgate-ctl switch` (or `failover --switch`): see docs/switchover.md. Without "
+	    "`switch.base_port` this sidecar refuses to switch and keeps serving the source."),
+	{ "switch.base_port", CONF_T_INT, C(switch_base_port), 0, 0, 1, 65535, NULL, NULL, NULL,
+	  "After the switch, destination node N is advertised and served at `base_port + N` (a listener "
+	  "per node, opened as each node first appears in a response); `listen.kafka` forwards to the "
+	  "destination's first bootstrap server. Give every sidecar on a host its own range." },
+	{ "switch.host", CONF_T_STRING, C(switch_host), 0, 0, 0, 0, NULL, NULL, NULL,
+	  "Host advertised for the destination node listeners (the address clients reach this sidecar "
+	  "at). Default: the host of `listen.kafka`; required when that is a wildcard address." },
+	SEC("switch.tls", C(switch_tls.enabled), 0,
+	    "Originate TLS to the destination's brokers after the switch. Present (even empty) = TLS on, "
+	    "verified against the system trust store unless `ca` is set. Client SASL passes through "
+	    "unchanged: the destination must accept the clients' credentials."),
+	{ "switch.tls.ca", CONF_T_STRING, C(switch_tls.ca), 0, 0, 0, 0, NULL, NULL, check_file,
+	  "PEM CA bundle to verify the destination brokers' certificates (default: system trust store)." },
+	{ "switch.tls.cert", CONF_T_STRING, C(switch_tls.cert), 0, 0, 0, 0, NULL, NULL, check_file,
+	  "PEM client certificate for mutual TLS to the destination (with `key`)." },
+	{ "switch.tls.key", CONF_T_STRING, C(switch_tls.key), 0, 0, 0, 0, NULL, NULL, check_file,
+	  "PEM private key of `cert`." },
+	{ "switch.tls.verify_hostname", CONF_T_BOOL, C(switch_tls.verify_hostname), 0, 0, 0, 0, "true", NULL, NULL,
+	  "Check that each destination broker's certificate names the host it is reached at." },
+
 	SEC("limits", NONE, 0, "Memory and frame bounds; past them syncgate stops reading (backpressure). "
 	    "Besides these, each connection pair buffers at most a fixed window (about 1 MiB toward "
 	    "the client plus one 64 KiB read each way): responses syncgate does not rewrite stream "

@@ -187,6 +187,8 @@ char *mirror_gate_describe_json(struct mirror_gate *g, const char *mirror, const
 	json_object_set_new(root, "mirrors", mirrors);
 	json_object_set_new(root, "state_ready", json_boolean(g->state_ready));
 	json_object_set_new(root, "decider", json_boolean(g->decider));
+	/* which cluster this sidecar's clients reach: "source", or the mirror whose destination it serves */
+	json_object_set_new(root, "serving", json_string(g->switched ? g->switched : "source"));
 	for (size_t i = 0; i < g->nlinks; i++) {
 		struct mirror_link *l = g->links[i];
 		if (mirror && strcmp(mirror, l->name) != 0)

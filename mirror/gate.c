@@ -156,6 +156,7 @@ void mirror_gate_free(struct mirror_gate *g)
 	g->log = NULL;
 	mirror_failover_free_all(g);  /* joins job threads; cancels their admin calls */
 	mirror_ops_free_all(g);       /* joins probe threads (they post to the bridge) */
+	mirror_switch_free_all(g);
 	mirror_hw_free(g);
 	/* Pending waits are freed without callback; detach them first. */
 	while (g->waits)

@@ -214,7 +214,20 @@ struct mirror_gate {
 	void (*on_record_applied)(struct mirror_gate *g, struct mirror_tstate *t, const struct mirror_record *r,
 				  const struct mirror_lstate *before, const struct mirror_apply_out *out);
 	void (*on_state_changed)(struct mirror_gate *g);
+	/* the switch (switch.c): the mirror whose destination this sidecar serves
+	 * (NULL: the source), the calls waiting for their record, and the data
+	 * path's hook (mirror_gate_on_switch) */
+	char *switched;             /* malloc'd mirror name (links may be re-created by a reload) */
+	struct mirror_switch *switches;
+	void (*on_switch)(void *arg, const struct conf_mirror *cm);
+	void *on_switch_arg;
 };
+
+/* switch.c: apply a SWITCH record of `l` read from the state log (or
+ * appended without one). Loop thread. */
+void mirror_switch_apply(struct mirror_gate *g, struct mirror_link *l, const struct mirror_record *r);
+/* switch.c: forget every switch call (gate free). */
+void mirror_switch_free_all(struct mirror_gate *g);
 
 /* What a bridge message carries. */
 enum mirror_msg_kind {

@@ -24,6 +24,7 @@ const char *mirror_rec_kind_str(enum mirror_rec_kind k)
 		[MIRROR_REC_DEMOTE] = "DEMOTE",
 		[MIRROR_REC_FENCE] = "FENCE",
 		[MIRROR_REC_UNFENCE] = "UNFENCE",
+		[MIRROR_REC_SWITCH] = "SWITCH",
 	};
 	return (unsigned)k < MIRROR_REC_COUNT ? s[k] : "?";
 }

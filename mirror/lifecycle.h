@@ -27,6 +27,8 @@ enum mirror_rec_kind {
 	MIRROR_REC_DEMOTE,   /* decider: every partition failing for the demote timeout */
 	MIRROR_REC_FENCE,    /* operator failover: Produce to the topic refused on every sidecar */
 	MIRROR_REC_UNFENCE,  /* operator syncgate-ctl unfence: Produce accepted again */
+	MIRROR_REC_SWITCH,   /* operator syncgate-ctl switch: every sidecar serves the mirror's
+			      * destination (a mirror-level record, topic "*"; switch.c) */
 	MIRROR_REC_COUNT
 };
 const char *mirror_rec_kind_str(enum mirror_rec_kind k);

@@ -34,6 +34,7 @@
 
 struct event_base;
 struct conf;
+struct conf_mirror;
 
 /** How one partition of a held response was resolved. */
 enum mirror_outcome {
@@ -439,6 +440,47 @@ struct mirror_failover *mirror_gate_failover(struct mirror_gate *g, const struct
 /** Forget a failover/verify call (its HTTP connection closed): no callback;
  * its job finishes alone. Loop thread. */
 void mirror_failover_cancel(struct mirror_failover *f);
+
+/* ------------------------------------------------------------------------ */
+/* The switch (docs/switchover.md) — mirror/switch.c                        */
+/* ------------------------------------------------------------------------ */
+
+struct mirror_switch;
+
+/**
+ * syncgate-ctl switch: after a verified failover of `mirror`, append one
+ * SWITCH record (mirror-level, topic "*") to the state log; every sidecar
+ * that applies it serves the mirror's destination cluster from then on
+ * (mirror_gate_on_switch), and a restarted one replays it. Refused (409)
+ * unless every topic the state knows for the mirror is fenced and released
+ * — the failover's verify said zero RPO for it, and its fence keeps the
+ * source from taking anything new — and this sidecar has `switch.base_port`.
+ * `dry_run`: the plan only, nothing written, answered 200 with
+ * "would_switch" (and "refused": why not). Answers once, like mirror_op_cb:
+ * 200 {"mirror","serving","destination_bootstrap","node_listeners","clients",
+ * "dry_run","topics":[{"topic","result","message"}]} (result SWITCHED or
+ * REFUSED per topic, or one "*" UNCHANGED when already serving it), 404
+ * unknown mirror, 409 refused, 503
+ * state log not read, 504 not read back within 10 s. Returns a handle for
+ * mirror_switch_cancel(), NULL on ENOMEM. Loop thread.
+ */
+struct mirror_switch *mirror_gate_switch(struct mirror_gate *g, const char *mirror, bool dry_run,
+					 mirror_op_cb cb, void *arg);
+
+/** Forget a switch call (its HTTP connection closed): no callback. Loop thread. */
+void mirror_switch_cancel(struct mirror_switch *s);
+
+/**
+ * Register the data path's hook: `fn(arg, cm)` runs on the loop thread when
+ * a SWITCH record of mirror `cm` is applied (once per process; also while
+ * the state log is read at boot, before anything is served). NULL: none.
+ */
+void mirror_gate_on_switch(struct mirror_gate *g, void (*fn)(void *arg, const struct conf_mirror *cm),
+			   void *arg);
+
+/** The name of the mirror whose destination this sidecar serves; NULL while
+ * it serves the source. Loop thread. */
+const char *mirror_gate_serving(const struct mirror_gate *g);
 
 /* ------------------------------------------------------------------------ */
 /* Mirrored high watermark (KIP "High Watermark Advancement",     */

@@ -256,6 +256,11 @@ void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t le
 			      "of unconfigured mirrors, or out of memory\"", offset, mirror);
 		return;
 	}
+	if (r.kind == MIRROR_REC_SWITCH) { /* mirror-level (switch.c) */
+		mirror_switch_apply(g, l, &r);
+		state_changed(g);
+		return;
+	}
 	struct mirror_tstate *t = mirror_tstate_get(l, topic, true);
 	if (!t)
 		return;

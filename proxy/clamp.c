@@ -155,6 +155,8 @@ int proxy_clamp_request(struct proxy_conn *c, struct proxy_entry *e, struct evbu
 	const struct codec_api *api = codec_api_get(key);
 	if (!api || !(api->does & (CODEC_DOES_CLAMP | CODEC_DOES_COUNT)))
 		return 0; /* the API table says which answers the clamp cuts (or counts) */
+	if (c->srv->switched)
+		return 0; /* the destination itself is served: every record it has is its own */
 	struct codec_iov iov[PROXY_MAX_IOV];
 	int niov = proxy_buf_iov(in, 4, len, iov, PROXY_MAX_IOV);
 	if (niov < 0)

@@ -29,6 +29,7 @@ static const struct {
 	[PROXY_CLOSE_OUT_OF_MEMORY] = {"out_of_memory", "out of memory"},
 	[PROXY_CLOSE_SHUTDOWN] = {"shutdown", "shutdown"},
 	[PROXY_CLOSE_SHUTDOWN_GRACE_EXPIRED] = {"shutdown_grace_expired", "shutdown grace period expired"},
+	[PROXY_CLOSE_SWITCHED] = {"switched", "switched to the destination: the client reconnects to it"},
 };
 
 const char *proxy_close_cause_label(enum proxy_close_cause c)

@@ -120,10 +120,12 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 	} else {
 		c->client = bufferevent_socket_new(srv->base, fd, opts);
 	}
-	if (srv->upstream_tls) {
-		SSL *ssl = SSL_new(srv->upstream_tls);
-		if (ssl && proxy_tls_client_name(ssl, lst->upstream_host,
-						 srv->conf->upstream_tls.verify_hostname) == 0)
+	SSL_CTX *up_tls = srv->switched ? srv->switch_tls : srv->upstream_tls;
+	if (up_tls) {
+		SSL *ssl = SSL_new(up_tls);
+		bool verify = srv->switched ? srv->conf->switch_tls.verify_hostname
+					    : srv->conf->upstream_tls.verify_hostname;
+		if (ssl && proxy_tls_client_name(ssl, lst->upstream_host, verify) == 0)
 			c->upstream = bufferevent_openssl_socket_new(srv->base, -1, ssl,
 								     BUFFEREVENT_SSL_CONNECTING, opts);
 		else

@@ -238,6 +238,7 @@ enum proxy_close_cause {
 	PROXY_CLOSE_OUT_OF_MEMORY,               /* out of memory */
 	PROXY_CLOSE_SHUTDOWN,                    /* shutdown */
 	PROXY_CLOSE_SHUTDOWN_GRACE_EXPIRED,      /* shutdown grace period expired */
+	PROXY_CLOSE_SWITCHED,                    /* the switch: served by the destination from now on */
 	PROXY_CLOSE_CAUSE_COUNT
 };
 /** The metric label of a cause (snake_case), "?" out of range. Pure. */
@@ -348,6 +349,11 @@ struct proxy_server {
 	struct proxy_conn_list conns;
 	SSL_CTX *client_tls;           /* NULL: plaintext listener */
 	SSL_CTX *upstream_tls;         /* NULL: plaintext upstream */
+	SSL_CTX *switch_tls;           /* switch.tls: to the destination after the switch; NULL plaintext */
+	bool switched;                 /* this sidecar serves a mirror's destination (switch.c): every
+					* connection goes there, nothing is gated, fenced or clamped */
+	char switch_mirror[128];       /* that mirror ("" before the switch) */
+	bool switch_first_served;      /* a response from the destination went to a client */
 	struct proxy_topic_ids *topic_ids;
 	size_t held_bytes;             /* global held bytes (limits.max_held_bytes) */
 	size_t queued_bytes;           /* global queued bytes (with held_bytes: limits.max_held_bytes) */
@@ -393,6 +399,22 @@ int proxy_listener_open(struct proxy_server *srv, const char *host, int port,
 /** Gateway mode: make sure a listener exists for every broker seen in Metadata. */
 void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id,
 				const char *host, int32_t port);
+/**
+ * The switch (switch.c): the listen.kafka listener forwards to `host:port`
+ * (a destination bootstrap server) from now on, bound again if it was paused;
+ * the node listeners of gateway mode (source brokers) are closed — the
+ * destination's nodes get theirs at switch.base_port + id as they appear.
+ */
+void proxy_listeners_switch(struct proxy_server *srv, const char *host, int port);
+
+/* switch.c */
+/** Register the switch hook with the gate (proxy_server_new). */
+void proxy_switch_register(struct proxy_server *srv);
+/* switch_served.c */
+/** The switch applied now: the first response is awaited (gauge -1). */
+void proxy_switch_served_start(struct proxy_server *srv);
+/** A response from the destination reaches a client: the first is logged, with its delay. */
+void proxy_switch_served(struct proxy_server *srv);
 
 /* buf.c */
 /* Segments a frame may span before it is made contiguous (a copy): a 1 MiB

@@ -118,8 +118,8 @@ out:
 int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
 			int16_t wire_version, const struct codec_produce_request *req)
 {
-	if (!c->srv->gate)
-		return 0;
+	if (!c->srv->gate || c->srv->switched)
+		return 0; /* switched: the fence was the source's; the destination takes the topic now */
 	const char *mirror = NULL, *topic = NULL;
 	bool unresolved = false;
 	for (size_t t = 0; t < req->ntopics && !mirror; t++) {

@@ -294,8 +294,8 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 {
 	METRIC_DEFS_GET(hold_metrics);
 	const struct proxy_produce_sum *req = e->produce;
-	if (!acks_gated(c, req->acks) || !any_topic_gated(c, req))
-		return 0;
+	if (c->srv->switched || !acks_gated(c, req->acks) || !any_topic_gated(c, req))
+		return 0; /* switched: every mirror copies the source, not the cluster served now */
 	/* decoded only to decide; what is held is the raw frame (decoded again at release) */
 	struct codec_produce_response resp;
 	if (codec_produce_response_decode(iov, niov, e->api_version, &resp) != CODEC_OK) {

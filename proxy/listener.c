@@ -87,22 +87,37 @@ int proxy_listener_open(struct proxy_server *srv, const char *host, int port, in
 	return 0;
 }
 
+/*
+ * Whether a sidecar that can switch knows which cluster it serves: with
+ * switch.* configured, the state log may hold a SWITCH record, so nothing is
+ * forwarded before the log was read (a restarted sidecar would otherwise
+ * serve the source until it reached the record).
+ */
+static bool switch_state_known(const struct proxy_server *srv)
+{
+	return srv->switched || srv->conf->switch_base_port <= 0 || !srv->gate ||
+	       mirror_gate_state_ready(srv->gate);
+}
+
 void proxy_listeners_set_upstream(struct proxy_server *srv, bool up)
 {
 	struct proxy_listener *l;
+	bool known = switch_state_known(srv);
 	TAILQ_FOREACH(l, &srv->listeners, link) {
 		if (l->node_id >= 0) /* gateway: fronts another broker than upstream.broker */
 			continue;
-		if (!up && l->ev) {
+		if ((!up || !known) && l->ev) {
 			/* closed, not disabled: a disabled listening socket still
 			 * completes handshakes into its backlog, leaving clients
 			 * connected to nothing until they time out */
 			evconnlistener_free(l->ev);
 			l->ev = NULL;
-			LOG_W("listener_paused", "address=%s:%d upstream=%s:%d reason=\"the upstream broker is "
-			      "unreachable: new connections are refused until it answers again\"", l->host, l->port,
-			      l->upstream_host, l->upstream_port);
-		} else if (up && !l->ev && !srv->shutting_down && (l->ev = listener_bind(l))) {
+			LOG_W("listener_paused", "address=%s:%d upstream=%s:%d reason=\"%s\"", l->host, l->port,
+			      l->upstream_host, l->upstream_port, !up
+			      ? "the upstream broker is unreachable: new connections are refused until it answers again"
+			      : "switch.* is configured and the state log is not read yet: new connections are "
+				"refused until this sidecar knows whether it serves the source or a destination");
+		} else if (known && up && !l->ev && !srv->shutting_down && (l->ev = listener_bind(l))) {
 			LOG_I("listener_resumed", "address=%s:%d upstream=%s:%d", l->host, l->port,
 			      l->upstream_host, l->upstream_port);
 		}
@@ -126,5 +141,29 @@ void proxy_gateway_learn_broker(struct proxy_server *srv, int32_t node_id, const
 	if (srv->shutting_down)
 		return;
 	proxy_listener_open(srv, srv->conf->listen_kafka.host,
-			    srv->conf->advertise_base_port + node_id, node_id, host, port);
+			    (srv->switched ? srv->conf->switch_base_port : srv->conf->advertise_base_port) + node_id,
+			    node_id, host, port);
+}
+
+void proxy_listeners_switch(struct proxy_server *srv, const char *host, int port)
+{
+	struct proxy_listener *l, *next;
+	for (l = TAILQ_FIRST(&srv->listeners); l; l = next) {
+		next = TAILQ_NEXT(l, link);
+		if (l->node_id >= 0) { /* gateway mode: fronts a source broker */
+			LOG_I("listener_closed", "address=%s:%d node_id=%d reason=\"switched: source brokers are no "
+			      "longer served\"", l->host, l->port, l->node_id);
+			TAILQ_REMOVE(&srv->listeners, l, link);
+			if (l->ev)
+				evconnlistener_free(l->ev);
+			free(l);
+			continue;
+		}
+		snprintf(l->upstream_host, sizeof(l->upstream_host), "%s", host);
+		l->upstream_port = port;
+		if (!l->ev && !srv->shutting_down)
+			l->ev = listener_bind(l);
+		LOG_I("listener_switched", "address=%s:%d upstream=%s:%d listening=%s", l->host, l->port, host, port,
+		      l->ev ? "true" : "false");
+	}
 }

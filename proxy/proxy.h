@@ -65,6 +65,12 @@ bool proxy_server_has_listener(const struct proxy_server *srv);
 /** Client connection pairs accepted and not yet freed. */
 size_t proxy_server_nconns(const struct proxy_server *srv);
 /**
+ * Where listen.kafka's connections go: upstream.broker, or after the switch
+ * the destination's bootstrap server (proxy/switch.c). Host borrowed until
+ * the next switch or reconfiguration; port in *port. The admin plane probes it.
+ */
+const char *proxy_server_upstream(const struct proxy_server *srv, int *port);
+/**
  * Have `fn(arg)` called each time a client's connect to upstream.broker
  * fails (connections of node id -1 listeners; the admin plane probes it at
  * once), replacing an earlier registration. `arg` is borrowed until

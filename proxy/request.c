@@ -128,7 +128,7 @@ static int fetch_lookup_ahead(struct proxy_conn *c, struct evbuffer *in, size_t 
 			      const struct codec_request_header *h)
 {
 	const struct conf *cf = c->srv->conf;
-	if (cf->nmirrors == 0 || cf->consumers_clamp != CONF_CONSUMERS_CLAMP)
+	if (cf->nmirrors == 0 || cf->consumers_clamp != CONF_CONSUMERS_CLAMP || c->srv->switched)
 		return 0;
 	uint8_t (*ids)[16] = NULL;
 	size_t n = 0;
@@ -184,7 +184,8 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		forward(c, in, len);
 		return 0;
 	}
-	if (wire_version >= 13 && c->srv->conf->nmirrors > 0 && produce_lookup_ahead(c, req) < 0) {
+	if (wire_version >= 13 && c->srv->conf->nmirrors > 0 && !c->srv->switched &&
+	    produce_lookup_ahead(c, req) < 0) {
 		codec_produce_request_free(req);
 		free(req);
 		return -1;

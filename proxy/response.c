@@ -224,6 +224,8 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	struct proxy_entry *e = in_flight_head(c, len);
 	if (!e)
 		return -1;
+	if (c->srv->switched && !c->srv->switch_first_served && e->kind == PROXY_ENTRY_KAFKA)
+		proxy_switch_served(c->srv);
 	if (!c->client) {
 		/* LINGERING: the client is gone, nobody reads this response */
 		evbuffer_drain(in, len + 4);

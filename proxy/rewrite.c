@@ -16,8 +16,14 @@ int proxy_advertise_endpoint(void *arg, int32_t node_id, const char *host, int32
 	struct proxy_server *srv = arg;
 	static char buf[512]; /* loop thread only; borrowed until the codec call returns */
 
-	if (srv->conf->mode == CONF_MODE_GATEWAY && srv->learn_broker)
+	if ((srv->conf->mode == CONF_MODE_GATEWAY || srv->switched) && srv->learn_broker)
 		srv->learn_broker(srv, node_id, host, port);
+	if (srv->switched) { /* a destination node: its listener on this sidecar (switch.c) */
+		snprintf(buf, sizeof(buf), "%s", srv->conf->switch_host ? srv->conf->switch_host : "");
+		*out_host = buf;
+		*out_port = srv->conf->switch_base_port + node_id;
+		return 0;
+	}
 	int p = conf_advertised_addr(srv->conf, node_id, host, buf, sizeof(buf));
 	if (p < 0)
 		return -1;

@@ -12,18 +12,22 @@
 
 static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
 {
-	SSL_CTX *client = NULL, *upstream = NULL;
+	SSL_CTX *client = NULL, *upstream = NULL, *sw = NULL;
 	if (cf->listen_tls.enabled && !(client = proxy_tls_server_ctx(&cf->listen_tls, "listen.tls")))
 		return -1;
-	if (cf->upstream_tls.enabled && !(upstream = proxy_tls_client_ctx(&cf->upstream_tls, "upstream.tls"))) {
+	if ((cf->upstream_tls.enabled && !(upstream = proxy_tls_client_ctx(&cf->upstream_tls, "upstream.tls"))) ||
+	    (cf->switch_tls.enabled && !(sw = proxy_tls_client_ctx(&cf->switch_tls, "switch.tls")))) {
 		SSL_CTX_free(client);
+		SSL_CTX_free(upstream);
 		return -1;
 	}
 	/* existing connections keep their SSL objects (each holds a reference) */
 	SSL_CTX_free(srv->client_tls);
 	SSL_CTX_free(srv->upstream_tls);
+	SSL_CTX_free(srv->switch_tls);
 	srv->client_tls = client;
 	srv->upstream_tls = upstream;
+	srv->switch_tls = sw;
 	return 0;
 }
 
@@ -51,6 +55,10 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 		proxy_server_free(srv);
 		return NULL;
 	}
+	proxy_switch_register(srv);
+	/* switch.* configured: nothing is served before the state log says which cluster */
+	if (!srv->switched && conf->switch_base_port > 0 && gate && !mirror_gate_state_ready(gate))
+		proxy_listeners_set_upstream(srv, true);
 	return srv;
 }
 
@@ -76,6 +84,9 @@ void proxy_server_free(struct proxy_server *srv)
 		evdns_base_free(srv->dns, 0);
 	SSL_CTX_free(srv->client_tls);
 	SSL_CTX_free(srv->upstream_tls);
+	SSL_CTX_free(srv->switch_tls);
+	if (srv->gate)
+		mirror_gate_on_switch(srv->gate, NULL, NULL);
 	proxy_topic_ids_free(srv->topic_ids);
 	free(srv);
 }
@@ -152,6 +163,18 @@ bool proxy_server_has_listener(const struct proxy_server *srv)
 size_t proxy_server_nconns(const struct proxy_server *srv)
 {
 	return srv->nconns;
+}
+
+const char *proxy_server_upstream(const struct proxy_server *srv, int *port)
+{
+	const struct proxy_listener *l;
+	TAILQ_FOREACH(l, &srv->listeners, link)
+		if (l->node_id < 0) {
+			*port = l->upstream_port;
+			return l->upstream_host;
+		}
+	*port = srv->conf->upstream_broker.port;
+	return srv->conf->upstream_broker.host;
 }
 
 void proxy_server_on_upstream_connect_failed(struct proxy_server *srv, void (*fn)(void *arg),

@@ -99,16 +99,17 @@ static void probe_schedule(struct proxy_admin *a, int ms)
 /* Record a probe's result (`why` NULL: reachable) and schedule the next one. */
 static void probe_done(struct proxy_admin *a, const char *why)
 {
-	const struct conf_addr *up = &proxy_server_conf(a->srv)->upstream_broker;
+	int up_port;
+	const char *up_host = proxy_server_upstream(a->srv, &up_port);
 	bufferevent_free(a->probe);
 	a->probe = NULL;
 	if (!why) {
 		if (a->upstream != ADMIN_UPSTREAM_UP)
-			LOG_I("upstream_reachable", "upstream=%s:%d", up->host, up->port);
+			LOG_I("upstream_reachable", "upstream=%s:%d", up_host, up_port);
 		a->upstream = ADMIN_UPSTREAM_UP;
 	} else {
 		if (a->upstream != ADMIN_UPSTREAM_DOWN)
-			LOG_W("upstream_unreachable", "upstream=%s:%d reason=\"%s\"", up->host, up->port, why);
+			LOG_W("upstream_unreachable", "upstream=%s:%d reason=\"%s\"", up_host, up_port, why);
 		a->upstream = ADMIN_UPSTREAM_DOWN;
 		snprintf(a->upstream_why, sizeof(a->upstream_why), "%s", why);
 	}
@@ -158,8 +159,10 @@ static void probe_timer_cb(evutil_socket_t fd, short what, void *arg)
 	bufferevent_setcb(a->probe, NULL, NULL, probe_event_cb, a);
 	bufferevent_set_timeouts(a->probe, NULL, &tv);
 	/* may call probe_event_cb before returning (e.g. a refused loopback connect) */
+	int up_port;
+	const char *up_host = proxy_server_upstream(a->srv, &up_port);
 	if (bufferevent_socket_connect_hostname(a->probe, proxy_server_dns(a->srv), AF_UNSPEC,
-						cf->upstream_broker.host, cf->upstream_broker.port) < 0 &&
+						up_host, up_port) < 0 &&
 	    a->probe)
 		probe_done(a, "cannot start a connect");
 }
@@ -209,12 +212,13 @@ static void readyz_cb(struct evhttp_request *req, void *arg)
 		evbuffer_add_printf(b, "not ready: shutting down\n");
 	if (!proxy_server_has_listener(a->srv))
 		evbuffer_add_printf(b, "not ready: not listening\n");
+	int up_port;
+	const char *up_host = proxy_server_upstream(a->srv, &up_port);
 	if (a->upstream == ADMIN_UPSTREAM_UNKNOWN)
-		evbuffer_add_printf(b, "not ready: upstream %s:%d not checked yet\n",
-				    cf->upstream_broker.host, cf->upstream_broker.port);
+		evbuffer_add_printf(b, "not ready: upstream %s:%d not checked yet\n", up_host, up_port);
 	else if (a->upstream == ADMIN_UPSTREAM_DOWN)
-		evbuffer_add_printf(b, "not ready: upstream %s:%d unreachable: %s\n",
-				    cf->upstream_broker.host, cf->upstream_broker.port, a->upstream_why);
+		evbuffer_add_printf(b, "not ready: upstream %s:%d unreachable: %s\n", up_host, up_port,
+				    a->upstream_why);
 	char auth[300];
 	if (mirror_source_auth_failure(auth, sizeof(auth), 30000))
 		evbuffer_add_printf(b, "not ready: source clients (source.properties): authentication "

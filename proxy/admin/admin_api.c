@@ -7,6 +7,7 @@
  *   POST /v1/failover {"mirror","topics","dry_run":bool,"timeout_ms":int}
  *   POST /v1/verify   {"mirror","topics","destination_only":bool,"timeout_ms":int,
  *                      "confirmed":[{"topic","partition","offset"}]}
+ *   POST /v1/switch   {"mirror","dry_run":bool}                       (mirror/switch.c)
  * All need `Authorization: Bearer <token>` equal to the contents of
  * admin.token_file (read at each call, so the file can be rotated); without a
  * token file they are refused (403). Answers: 200
@@ -43,6 +44,7 @@ struct admin_call {
 	struct evhttp_connection *conn;
 	struct mirror_op *op;
 	struct mirror_failover *fo;  /* /v1/failover, /v1/verify */
+	struct mirror_switch *sw;    /* /v1/switch */
 };
 
 static void reply_json(struct evhttp_request *req, int code, const char *body)
@@ -142,6 +144,7 @@ static void call_closed(struct evhttp_connection *conn, void *arg)
 	LOG_I("admin_call_abandoned", "reason=\"client closed the connection before the answer\"");
 	mirror_op_cancel(c->op);
 	mirror_failover_cancel(c->fo);
+	mirror_switch_cancel(c->sw);
 	free(c);
 }
 
@@ -313,6 +316,31 @@ static void failover_common(struct evhttp_request *req, struct admin_api *api, b
 	evhttp_connection_set_closecb(c->conn, call_closed, c);
 }
 
+/* POST /v1/switch (mirror/switch.c). */
+static void switch_cb(struct evhttp_request *req, void *arg)
+{
+	struct admin_api *api = arg;
+	json_t *j = call_body(api, req);
+	if (!j)
+		return;
+	const char *mirror = json_string_value(json_object_get(j, "mirror"));
+	json_t *dry = json_object_get(j, "dry_run");
+	struct admin_call *c;
+	if (!mirror || (dry && !json_is_boolean(dry))) {
+		reply_error(req, 400, "body: {\"mirror\":str,\"dry_run\":bool}");
+	} else if ((c = call_new(req))) {
+		LOG_W("admin_switch", "mirror=%s dry_run=%s", mirror, json_is_true(dry) ? "true" : "false");
+		c->sw = mirror_gate_switch(api->gate, mirror, json_is_true(dry), call_answered, c);
+		if (!c->sw) {
+			reply_error(req, 500, "out of memory");
+			free(c);
+		} else {
+			evhttp_connection_set_closecb(c->conn, call_closed, c);
+		}
+	}
+	json_decref(j);
+}
+
 static void failover_cb(struct evhttp_request *req, void *arg)
 {
 	failover_common(req, arg, true);
@@ -335,6 +363,7 @@ void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, stru
 	evhttp_set_cb(http, "/v1/fence", fence_cb, &api);
 	evhttp_set_cb(http, "/v1/failover", failover_cb, &api);
 	evhttp_set_cb(http, "/v1/verify", verify_cb, &api);
+	evhttp_set_cb(http, "/v1/switch", switch_cb, &api);
 	if (!api.token_file)
 		LOG_W("admin_mutations_disabled", "reason=\"admin.token_file not configured: /v1/alter and "
 		      "/v1/release refuse every call\"");

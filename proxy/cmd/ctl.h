@@ -16,5 +16,9 @@ int ctl_print_results(const json_t *doc);
 int ctl_failover_exit(const json_t *doc);
 /** A failover/verify document as its partition table, moves and verdict; its exit code. */
 int ctl_print_failover(const json_t *doc);
+/** The exit code of a switch document: 1 when a dry run would not switch, else 0. */
+int ctl_switch_exit(const json_t *doc);
+/** A switch document (plan or result) as text; its exit code. */
+int ctl_print_switch(const json_t *doc);
 
 #endif

@@ -39,6 +39,9 @@ static void print_stalls(const json_t *t)
 
 void ctl_print_describe(const json_t *doc)
 {
+	const char *serving = json_string_value(json_object_get(doc, "serving"));
+	if (serving && strcmp(serving, "source") != 0)
+		printf("serving: the destination of mirror %s (switched)\n", serving);
 	printf("%-12s %-28s %-8s %-9s %-8s %-9s %-8s %s\n", "MIRROR", "TOPIC", "DESIRED",
 	       "EFFECTIVE", "RELEASED", "RECOVERY", "LAG", "DESTINATION OFFSETS (partition=offset)");
 	size_t i, j, k;
@@ -171,4 +174,24 @@ int ctl_print_failover(const json_t *doc)
 		       jstr(doc, "mirror"), jstr(doc, "mirror"));
 	printf("\n%s\n", jstr(doc, "verdict"));
 	return ctl_failover_exit(doc);
+}
+
+int ctl_switch_exit(const json_t *doc)
+{
+	return json_is_true(json_object_get(doc, "dry_run")) && !json_is_true(json_object_get(doc, "would_switch"));
+}
+
+int ctl_print_switch(const json_t *doc)
+{
+	bool dry = json_is_true(json_object_get(doc, "dry_run"));
+	printf("mirror %s%s: serving %s\n", jstr(doc, "mirror"), dry ? " (dry run: nothing changed)" : "",
+	       jstr(doc, "serving"));
+	printf("  destination bootstrap: %s\n", jstr(doc, "destination_bootstrap"));
+	printf("  node listeners:        %s\n", jstr(doc, "node_listeners"));
+	printf("  clients:               %s\n", jstr(doc, "clients"));
+	ctl_print_results(doc);
+	if (dry)
+		printf("would switch now: %s%s%s\n", json_is_true(json_object_get(doc, "would_switch")) ? "yes" : "no",
+		       json_object_get(doc, "refused") ? " — " : "", jstr(doc, "refused"));
+	return ctl_switch_exit(doc);
 }

@@ -10,11 +10,13 @@
  *     --add --mirror M --topic T [--sync]
  *     --alter --mirror M --topic T --sync|--async
  *     --release-sync --mirror M [--topics REGEX]
- *     failover --mirror M [--topics REGEX] [--dry-run] [--timeout-ms N]
+ *     failover --mirror M [--topics REGEX] [--dry-run] [--timeout-ms N] [--switch]
  *     verify --mirror M [--topics REGEX] [--timeout-ms N]
  *            [--destination-only [--confirmed FILE]...]
  *     unfence --mirror M [--topics REGEX]
- * (the three words may also be given as --failover, --verify, --unfence)
+ *     switch --mirror M [--dry-run]
+ * (the words may also be given as --failover, --verify, --unfence; failover
+ * --switch runs switch after a verified failover)
  *
  * Admin API (JSON, bearer token on mutating calls):
  *   GET  /v1/mirrors?mirror=M&topic=T                 describe
@@ -23,6 +25,7 @@
  *   POST /v1/fence   {"mirror","topics":REGEX|null,"fence":bool}
  *   POST /v1/failover {"mirror","topics","dry_run","timeout_ms"}
  *   POST /v1/verify  {"mirror","topics","destination_only","timeout_ms","confirmed":[…]}
+ *   POST /v1/switch  {"mirror","dry_run"}
  * A mutating call answers {"topics":[{"topic","result","message"}]} with
  * result one of PROMOTED, PENDING_LAG, DEMOTED, RELEASED, FENCED, UNFENCED,
  * UNCHANGED, REJECTED; failover/verify answer mirror/mirror.h's
@@ -56,7 +59,8 @@
 #include "proxy/cmd/ctl.h"
 #include "proxy/tls.h"
 
-enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE };
+enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE,
+	    VERB_SWITCH };
 
 struct ctl {
 	enum verb verb;
@@ -69,6 +73,7 @@ struct ctl {
 	int type;               /* 0 unset, 1 SYNC, 2 ASYNC */
 	bool json;
 	bool dry_run, destination_only;
+	bool then_switch;       /* failover --switch */
 	long timeout_ms;        /* failover/verify; 0: the sidecar's default */
 	const char *confirmed[16]; /* verify --destination-only --confirmed FILE */
 	int nconfirmed;
@@ -90,13 +95,16 @@ static void usage(FILE *out)
 		"                                           promote (at lag zero) or demote at once\n"
 		"  --release-sync --mirror M [--topics REGEX]\n"
 		"                                           source-side release (destructive)\n"
-		"  failover --mirror M [--topics REGEX] [--dry-run] [--timeout-ms N]\n"
+		"  failover --mirror M [--topics REGEX] [--dry-run] [--timeout-ms N] [--switch]\n"
 		"                                           fence, drain, verify zero RPO, move consumer\n"
 		"                                           offsets, release (--dry-run: drain and verify only)\n"
 		"  verify --mirror M [--topics REGEX] [--timeout-ms N]\n"
 		"         [--destination-only [--confirmed FILE]...]\n"
 		"                                           compare source and destination per partition\n"
 		"  unfence --mirror M [--topics REGEX]      lift a failover's fence (Produce accepted again)\n"
+		"  switch --mirror M [--dry-run]            after a verified failover: every sidecar serves the\n"
+		"                                           destination at the same addresses (failover --switch:\n"
+		"                                           both in one command)\n"
 		"defaults: --admin 127.0.0.1:9464, --token-file $SYNCGATE_TOKEN_FILE\n"
 		"HTTPS: https:// in --admin, or --cacert (server CA; default the system store);\n"
 		"       --cert/--key: client certificate for admin.tls.client_ca (mutual TLS)\n"
@@ -269,6 +277,11 @@ static int run(struct ctl *c)
 				      (json_int_t)c->timeout_ms, "confirmed", arr);
 		body = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
+	} else if (c->verb == VERB_SWITCH) {
+		snprintf(path, sizeof(path), "/v1/switch");
+		json_t *j = json_pack("{s:s, s:b}", "mirror", c->mirror, "dry_run", c->dry_run);
+		body = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
 	} else if (c->verb == VERB_UNFENCE) {
 		snprintf(path, sizeof(path), "/v1/fence");
 		json_t *j = json_pack("{s:s, s:s?, s:b}", "mirror", c->mirror, "topics", c->topics, "fence", 0);
@@ -315,6 +328,13 @@ static int run(struct ctl *c)
 		if (c->json)
 			printf("%s\n", c->body);
 		out = c->json ? ctl_failover_exit(doc) : ctl_print_failover(doc);
+		json_decref(doc);
+		return out;
+	}
+	if (c->verb == VERB_SWITCH) {
+		if (c->json)
+			printf("%s\n", c->body);
+		out = c->json ? ctl_switch_exit(doc) : ctl_print_switch(doc);
 		json_decref(doc);
 		return out;
 	}
@@ -365,6 +385,7 @@ int main(int argc, char **argv)
 		{ "failover", no_argument, NULL, 'F' },
 		{ "verify", no_argument, NULL, 'v' },
 		{ "unfence", no_argument, NULL, 'U' },
+		{ "switch", no_argument, NULL, 'S' },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "destination-only", no_argument, NULL, 'd' },
 		{ "timeout-ms", required_argument, NULL, 'w' },
@@ -401,6 +422,7 @@ int main(int argc, char **argv)
 		case 'F': c.verb = VERB_FAILOVER; verbs++; break;
 		case 'v': c.verb = VERB_VERIFY; verbs++; break;
 		case 'U': c.verb = VERB_UNFENCE; verbs++; break;
+		case 'S': c.then_switch = true; break;
 		case 'n': c.dry_run = true; break;
 		case 'd': c.destination_only = true; break;
 		case 'w': {
@@ -429,7 +451,7 @@ int main(int argc, char **argv)
 	for (; optind < argc; optind++) {
 		static const struct { const char *w; enum verb v; } words[] = {
 			{"failover", VERB_FAILOVER}, {"verify", VERB_VERIFY}, {"unfence", VERB_UNFENCE},
-			{"describe", VERB_DESCRIBE},
+			{"describe", VERB_DESCRIBE}, {"switch", VERB_SWITCH},
 		};
 		size_t k = 0;
 		while (k < sizeof(words) / sizeof(words[0]) && strcmp(argv[optind], words[k].w))
@@ -446,14 +468,23 @@ int main(int argc, char **argv)
 		c.admin += 7;
 	}
 	const char *bad = NULL;
+	if (c.then_switch && verbs == 0) { /* --switch alone: the switch verb */
+		c.verb = VERB_SWITCH;
+		c.then_switch = false;
+		verbs = 1;
+	}
 	if (!c.cert != !c.key)
 		bad = "--cert and --key go together";
 	else if (verbs != 1 || optind != argc)
-		bad = "give exactly one of --describe, --add, --alter, --release-sync, failover, verify, unfence";
-	else if ((c.verb == VERB_FAILOVER || c.verb == VERB_VERIFY || c.verb == VERB_UNFENCE) && !c.mirror)
-		bad = "failover, verify and unfence need --mirror";
-	else if (c.dry_run && c.verb != VERB_FAILOVER)
-		bad = "--dry-run goes with failover";
+		bad = "give exactly one of --describe, --add, --alter, --release-sync, failover, verify, unfence, "
+		      "switch";
+	else if ((c.verb == VERB_FAILOVER || c.verb == VERB_VERIFY || c.verb == VERB_UNFENCE ||
+		  c.verb == VERB_SWITCH) && !c.mirror)
+		bad = "failover, verify, unfence and switch need --mirror";
+	else if (c.dry_run && c.verb != VERB_FAILOVER && c.verb != VERB_SWITCH)
+		bad = "--dry-run goes with failover and switch";
+	else if (c.then_switch && c.verb != VERB_FAILOVER)
+		bad = "--switch goes with failover (or use the switch verb)";
 	else if ((c.destination_only || c.nconfirmed) && c.verb != VERB_VERIFY)
 		bad = "--destination-only and --confirmed go with verify";
 	else if (c.nconfirmed && !c.destination_only)
@@ -478,6 +509,18 @@ int main(int argc, char **argv)
 	if (c.verb == VERB_ADD && !c.type)
 		c.type = 2;
 	int rc = run(&c);
+	if (c.then_switch && (rc == 0 || c.dry_run)) {
+		/* failover --switch: the switch once the failover verified (--dry-run: its plan) */
+		free(c.body);
+		c.body = NULL;
+		c.verb = VERB_SWITCH;
+		if (!c.json)
+			printf("\nswitch:\n");
+		int src = run(&c);
+		rc = rc ? rc : c.dry_run ? 0 : src;
+	} else if (c.then_switch) {
+		fprintf(stderr, "syncgate-ctl: the failover did not verify: not switching\n");
+	}
 	free(c.body);
 	return rc;
 }
