@@ -47,8 +47,8 @@ struct mirror_link *mirror_link_new(struct mirror_gate *g, const struct conf_mir
 
 void mirror_link_start(struct mirror_gate *g, struct mirror_link *l)
 {
-	if (g->flags & MIRROR_GATE_NO_WORKERS)
-		return;
+	if ((g->flags & MIRROR_GATE_NO_WORKERS) || g->switched)
+		return; /* switched: no mirror of the source gates anything (switch.c) */
 	l->worker = mirror_worker_start(g->conf, l->cm, l->id, g->bridge);
 	if (!l->worker)
 		LOG_E("mirror_worker_start_failed", "mirror=%s reason=\"see previous errors; no progress reports\"",

@@ -264,6 +264,17 @@ void mirror_switch_apply(struct mirror_gate *g, struct mirror_link *l, const str
 	}
 	LOG_I("switch_applied", "mirror=%s destination=\"%s\" replayed=%s origin=%016llx", l->name,
 	      l->cm->bootstrap, g->state_ready ? "false" : "true", (unsigned long long)r->origin);
+	/* every mirror measured the source against its destination: nothing of
+	 * that is served any more (the destination now takes the clients' writes,
+	 * and would read as "ahead of its source") */
+	for (size_t i = 0; i < g->nlinks; i++)
+		if (g->links[i]->worker) {
+			mirror_worker_stop(g->links[i]->worker);
+			g->links[i]->worker = NULL;
+			LOG_I("mirror_progress_stopped", "mirror=%s reason=\"switched: this sidecar serves the "
+			      "destination of mirror %s; no mirror of the source gates anything here\"",
+			      g->links[i]->name, l->name);
+		}
 	if (g->on_switch)
 		g->on_switch(g->on_switch_arg, l->cm);
 	for (struct mirror_switch *s = g->switches; s; s = s->next)

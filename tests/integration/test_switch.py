@@ -1,0 +1,201 @@
+"""The switch against real Apache Kafka: after `syncgate-ctl failover
+--switch`, the same sidecar addresses serve the destination cluster, and no
+client is reconfigured or restarted.
+
+* Under load (a Java idempotent producer through the sidecar the whole
+  time), with the offset-preserving test mirror: every acknowledged record is
+  on the destination exactly once and in send order per partition, records
+  sent after the switch are acknowledged by the destination, nothing new
+  reaches the source, the producer only saw retriable errors, and it only
+  ever connected to sidecar addresses.
+* Refusals: a switch before a failover (topics still gated) is refused and
+  changes nothing; --dry-run prints the plan and changes nothing.
+* A sidecar restarted after the switch replays it from the state log and
+  serves the destination before it accepts a client."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import uuid
+
+import pytest
+
+from kafkabed import wait_until
+from rawkafka import RawClient
+from sgfixture import KAFKA_LIBS, compile_java, free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sghelpers import ctl, describe, lifecycle_extra, wait_state, write_token
+from test_failover import FAILOVER_LOAD_JAVA
+
+pytestmark = pytest.mark.kafka
+
+# exceptions an idempotent Java producer may report while the fence stands and
+# the clients move: all retriable (nothing was appended by them)
+RETRIABLE = {"org.apache.kafka.common.errors.NotEnoughReplicasException",
+             "org.apache.kafka.common.errors.TimeoutException",
+             "org.apache.kafka.common.errors.NetworkException",
+             "org.apache.kafka.common.errors.NotLeaderOrFollowerException"}
+
+
+@pytest.fixture(scope="module")
+def load_classes(tmp_path_factory):
+    return compile_java(str(tmp_path_factory.mktemp("switchload")), "FailoverLoad.java", FAILOVER_LOAD_JAVA)
+
+
+def switch_base(dest) -> int:
+    """A switch.base_port whose listeners for every destination node id are free ports."""
+    for _ in range(50):
+        base = free_port() - max(dest.broker_ids)
+        if base > 1024 and all(free_port_is(base + i) for i in dest.broker_ids):
+            return base
+    raise AssertionError("no free port range for switch.base_port")
+
+
+def free_port_is(port: int) -> bool:
+    import socket
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+            return True
+        except OSError:
+            return False
+
+
+def switch_sidecar(bed, make_syncgate, source, dest, topic, state_topic=None):
+    st = state_topic or f"__sg_state_{uuid.uuid4().hex[:8]}"
+    token = write_token(bed)
+    extra = lifecycle_extra(st, token)
+    extra["switch"] = {"base_port": switch_base(dest), "host": "127.0.0.1"}
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic])], extra=extra)
+    sg.token_file = token
+    wait_until(lambda: describe(sg).get("state_ready"), timeout=30, what="the state log is read")
+    wait_state(sg, "dr", topic, effective="SYNC", timeout=120)
+    return sg
+
+
+def java_peers(pid: int) -> set[int]:
+    """Remote ports of the TCP connections process `pid` has open now."""
+    out = subprocess.run(["ss", "-tnpH"], capture_output=True, text=True).stdout
+    ports = set()
+    for line in out.splitlines():
+        if f"pid={pid}," in line:
+            peer = line.split()[4]
+            ports.add(int(peer.rsplit(":", 1)[1]))
+    return ports
+
+
+def test_failover_switch_under_load_serves_the_destination(bed, load_classes, make_syncgate, make_testmirror,
+                                                           source, dest, topic_name):
+    partitions = 2
+    topic = topic_name
+    source.create_topic(topic, partitions=partitions)
+    dest.create_topic(topic, partitions=partitions)
+    make_testmirror([topic])
+    sg = switch_sidecar(bed, make_syncgate, source, dest, topic)
+    sidecar_ports = {sg.port} | {sg.config["switch"]["base_port"] + i for i in dest.broker_ids}
+    broker_ports = {int(a.rsplit(":", 1)[1]) for a in list(source.brokers.values()) + list(dest.brokers.values())}
+    out_path = os.path.join(bed.run_dir, f"switchload-{uuid.uuid4().hex[:6]}.out")
+    out_file = open(out_path, "w+")  # a file, not a pipe: the load prints everything at its end
+    load = subprocess.Popen(
+        ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+         "-cp", load_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "FailoverLoad",
+         sg.bootstrap, topic, "22000", "5", "s"], stdout=out_file, stderr=subprocess.STDOUT, text=True)
+    peers: set[int] = set()
+    try:
+        wait_until(lambda: sum(source.high_watermark(topic, p) for p in range(partitions)) >= 200, timeout=60,
+                   what="the producer is writing through the sidecar")
+        peers |= java_peers(load.pid)
+        rc, out, err = ctl(sg, "failover", "--mirror", "dr", "--topics", topic, "--timeout-ms", "20000",
+                           "--switch", timeout=200)
+        switched_ms = time.time() * 1000
+        hw_at_switch = [source.high_watermark(topic, p) for p in range(partitions)]
+        deadline = time.monotonic() + 90
+        while load.poll() is None and time.monotonic() < deadline:
+            peers |= java_peers(load.pid)
+            time.sleep(0.5)
+    finally:
+        if load.poll() is None:
+            load.kill()
+        load.wait()
+        out_file.seek(0)
+        out_load = err_load = out_file.read()
+        out_file.close()
+    assert rc == 0, (out, err)
+    assert "zero RPO" in out and "SWITCHED" in out, out
+    assert describe(sg)["serving"] == "dr"
+    assert sg.metric("syncgate_switch_serving_destination") == 1
+    assert sg.metric("syncgate_switch_connections_closed_total") >= 1
+
+    lines = out_load.splitlines()
+    assert lines and lines[-1].startswith("DONE "), err_load[-2000:]
+    acks = [ln.split(" ", 4) for ln in lines if ln.startswith("ACK ")]
+    errs = [ln.split(" ", 4) for ln in lines if ln.startswith("ERR ")]
+    after = [a for a in acks if int(a[3]) > switched_ms]
+    assert after, f"no record acknowledged after the switch ({len(acks)} acks, {len(errs)} errors)"
+    assert {e[3] for e in errs} <= RETRIABLE, sorted({e[3] for e in errs})
+    # nothing reached the source after the failover: every new record went to the destination
+    assert [source.high_watermark(topic, p) for p in range(partitions)] == hw_at_switch
+    # every acknowledged record is on the destination, at its acknowledged offset, once
+    dst = {p: {r.offset: r.value for r in dest.consume(topic, p)} for p in range(partitions)}
+    for _, part, off, _, v in acks:
+        assert dst[int(part)].get(int(off)) == v.encode(), (part, off, v)
+    for p in range(partitions):
+        values = list(dst[p].values())
+        assert len(values) == len(set(values)), f"partition {p}: a record is on the destination twice"
+        # in send order: the producer's index grows with the destination offset
+        idx = [int(v[1:]) for v in values]
+        assert idx == sorted(idx), f"partition {p}: out of send order"
+    print(f"{len(acks)} acks ({len(after)} after the switch), {len(errs)} retriable errors: "
+          f"{sorted({e[3].rsplit('.', 1)[1] for e in errs})}")
+    # the client only ever connected to sidecar addresses
+    assert peers and peers <= sidecar_ports, (peers, sidecar_ports, peers & broker_ports)
+
+
+def test_switch_refused_before_failover_and_dry_run_changes_nothing(bed, make_syncgate, make_testmirror, source,
+                                                                     dest, topic_name):
+    source.create_topic(topic_name, partitions=1)
+    dest.create_topic(topic_name, partitions=1)
+    make_testmirror([topic_name])
+    sg = switch_sidecar(bed, make_syncgate, source, dest, topic_name)
+    rc, out, err = ctl(sg, "switch", "--mirror", "dr")
+    assert rc == 1 and "still gated" in err, (out, err)
+    rc, out, err = ctl(sg, "switch", "--mirror", "dr", "--dry-run")
+    assert rc == 1 and "would switch now: no" in out, (out, err)
+    assert describe(sg)["serving"] == "source"
+    c = RawClient("127.0.0.1", sg.port)
+    try:
+        (p,) = c.produce(topic_name, 0, [b"still-source"], version=9).topics[topic_name]
+    finally:
+        c.close()
+    assert p.error_code == 0 and source.high_watermark(topic_name, 0) == 1
+    # after the failover the dry run would go ahead, and still changes nothing
+    rc, out, err = ctl(sg, "failover", "--mirror", "dr", "--timeout-ms", "20000", timeout=120)
+    assert rc == 0, (out, err)
+    rc, doc_out, err = ctl(sg, "--output", "json", "switch", "--mirror", "dr", "--dry-run")
+    doc = json.loads(doc_out)
+    assert rc == 0 and doc["would_switch"] and doc["dry_run"], doc
+    assert [t["result"] for t in doc["topics"]] == ["SWITCHED"], doc
+    assert describe(sg)["serving"] == "source"
+
+
+def test_restarted_sidecar_replays_the_switch(bed, make_syncgate, make_testmirror, source, dest, topic_name):
+    source.create_topic(topic_name, partitions=1)
+    dest.create_topic(topic_name, partitions=1)
+    make_testmirror([topic_name])
+    sg = switch_sidecar(bed, make_syncgate, source, dest, topic_name)
+    rc, out, err = ctl(sg, "failover", "--mirror", "dr", "--timeout-ms", "20000", "--switch", timeout=120)
+    assert rc == 0, (out, err)
+    sg.stop()
+    sg.start(wait=True)
+    assert "switch_applied" in sg.log() and "replayed=true" in sg.log().split("switch_applied")[-1][:400]
+    assert describe(sg)["serving"] == "dr"
+    c = RawClient("127.0.0.1", sg.port)
+    try:
+        (p,) = c.produce(topic_name, 0, [b"after-restart"], version=9).topics[topic_name]
+    finally:
+        c.close()
+    assert p.error_code == 0, p
+    assert dest.consume(topic_name, 0)[-1].value == b"after-restart"
+    assert source.high_watermark(topic_name, 0) == 0
