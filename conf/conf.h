@@ -274,6 +274,10 @@ bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, c
 #define CONF_TOPIC_KEY "{topic}"
 /** Default of `mirrors[].sync_topic_demote_timeout_ms`, milliseconds. */
 #define CONF_DEMOTE_TIMEOUT_MS 30000
+/** `progress: poll`: how long a destination leader is asked back to back after
+ * a held partition's HW moved or a new record was held, before the pauses
+ * that `mirrors[].poll_interval_ms` caps (mirror/lane.c), milliseconds. */
+#define CONF_POLL_BURST_MS 20
 
 /** The mirror's destination topic pattern (`topic_name`, or its default). Any thread. */
 const char *conf_mirror_topic_name(const struct conf_mirror *m);

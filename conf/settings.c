@@ -451,8 +451,12 @@ const struct conf_setting conf_settings[] = {
 	  "response is held on it, and again after each answer while one is (one request in flight per destination "
 	  "leader); `tail` keeps a consumer at the end of the gated partitions." },
 	{ "mirrors[].poll_interval_ms", CONF_T_INT, M(poll_interval_ms), 0, W, 1, 60 * MS, "5", NULL, NULL,
-	  "`poll`: pause before asking a destination leader again after a failed progress request, milliseconds "
-	  "(successful requests follow each other back to back while responses are held)." },
+	  "`poll`: pause before asking a destination leader again after a failed progress request, milliseconds; "
+	  "also the longest pause between successful ones while responses are held and nothing moves. These follow "
+	  "each other back to back for " XSTR(CONF_POLL_BURST_MS) " ms after a held partition's destination high "
+	  "watermark moved or a response was held on a new record, then pause 1, 2, 4 … ms up to this value: a "
+	  "destination leader whose held partitions do not move (a stalled mirror) is asked at most "
+	  "1000 / `poll_interval_ms` times a second (200 at the default), not as fast as it answers." },
 	{ "mirrors[].mm2_offset_syncs_topic", CONF_T_STRING, M(mm2_offset_syncs_topic), 0, W, 0, 0, NULL, NULL, check_topic,
 	  "With `offsets: mm2`: MirrorMaker 2's offset-syncs topic, read on the source cluster. "
 	  "Default `mm2-offset-syncs.<name>.internal`, which is MM2's own default when this mirror's `name` equals "

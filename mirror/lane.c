@@ -7,7 +7,12 @@
  *     moment a wait arrives (mirror_worker_demand), so the request leaves at
  *     once, or right after the one in flight (which may already answer it —
  *     coalescing); queued again after each answer while still pending, so a
- *     held partition is polled back to back, one round trip apart;
+ *     held partition is polled back to back, one round trip apart — for
+ *     MIRROR_W_POLL_BURST_MS after a demanded partition's HW moved or a new
+ *     record was demanded; while nothing moves after that, the lane pauses
+ *     between requests, doubling from 1 ms up to poll_interval_ms
+ *     (mirror_lane_pause_ms: a stalled mirror's leader is asked at most once
+ *     per poll_interval_ms, not thousands of times a second);
  *   - the background round's (progress.c: partitions whose source HW is
  *     ahead of their progress), up to MIRROR_W_BG_CHUNK per request beside
  *     the demanded, reported with the source HW sampled before they were
@@ -63,6 +68,7 @@ static struct mirror_lane *lane_for(struct mirror_worker *w, int32_t leader)
 		return w->nlanes ? w->lanes[0] : NULL;
 	ln->w = w;
 	ln->leader = leader;
+	ln->still_since_ms = -1;
 	char m[160], prefix[200];
 	static const char *const kinds[2] = { "demand", "background" };
 	mirror_label_escape(m, sizeof(m), w->name);
@@ -110,25 +116,52 @@ void mirror_lane_enqueue(struct mirror_worker *w, uint32_t ti, int32_t p)
 	pthread_cond_signal(&ln->cv);
 }
 
-/* Sleep on the lane's condition until woken or `until_ms` (-1: no limit). */
-static void lane_sleep(struct mirror_lane *ln, int64_t until_ms)
+void mirror_lane_demand(struct mirror_worker *w, uint32_t ti, int32_t p, bool fresh)
 {
-	if (until_ms < 0) {
+	struct mirror_lane *ln = fresh ? lane_for(w, w->topics[ti].parts[p].leader) : NULL;
+	if (ln) { /* back to back from now: the record may be there already */
+		ln->still_since_ms = mirror_now_ms();
+		ln->pause_ms = ln->pace_us = 0;
+	}
+	mirror_lane_enqueue(w, ti, p); /* wakes the lane */
+	if (ln)
+		pthread_cond_signal(&ln->cv); /* queued already: a pause in progress ends */
+}
+
+/* Sleep on the lane's condition until woken or `until_us` (CLOCK_MONOTONIC
+ * µs; -1: no limit). */
+static void lane_sleep(struct mirror_lane *ln, int64_t until_us)
+{
+	if (until_us < 0) {
 		pthread_cond_wait(&ln->cv, &ln->w->tmu);
 		return;
 	}
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	int64_t d = until_ms - mirror_now_ms();
+	int64_t d = until_us - mirror_worker_now_us();
 	if (d <= 0)
 		return;
-	ts.tv_sec += d / 1000;
-	ts.tv_nsec += (d % 1000) * 1000000;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += d / 1000000;
+	ts.tv_nsec += (d % 1000000) * 1000;
 	if (ts.tv_nsec >= 1000000000) {
 		ts.tv_sec++;
 		ts.tv_nsec -= 1000000000;
 	}
 	pthread_cond_timedwait(&ln->cv, &ln->w->tmu, &ts);
+}
+
+/* After a request with demanded partitions (tmu held): back to back while a
+ * demanded HW moved within MIRROR_W_POLL_BURST_MS, else the next pause. */
+static void lane_pace(struct mirror_lane *ln, bool moved)
+{
+	int64_t now = mirror_now_ms();
+	if (moved || ln->still_since_ms < 0) {
+		ln->still_since_ms = now;
+		ln->pause_ms = 0;
+	} else {
+		ln->pause_ms = mirror_lane_pause_ms(now - ln->still_since_ms, ln->pause_ms, ln->w->poll_ms);
+	}
+	ln->pace_us = ln->pause_ms ? mirror_worker_now_us() + ln->pause_ms * 1000 : 0;
 }
 
 struct lane_item {
@@ -137,6 +170,7 @@ struct lane_item {
 	int64_t bg_hw;      /* background: source HW sampled before, -1 */
 	int64_t dst_hw;     /* the destination HW: read by this request, or the tail's (no request) */
 	bool tail;          /* dst_hw from the tail's fetch: it may not confirm */
+	bool demanded;      /* a held response waited on it when the request was made */
 	bool unchanged;     /* demanded only, and dst_hw is the progress already confirmed:
 			     * nothing to report, no source read */
 	int64_t acked_hw;   /* a demanded read or the tail's (not the background's): dst_hw
@@ -155,13 +189,15 @@ static bool d_unchanged(const struct mirror_wpart *wp, const struct lane_item *x
 
 /* Apply one answer (tmu held): report what changed, queue what still waits.
  * A destination HW is reported only with the source HW sampled after it,
- * and only when it is not above it (diverged.c). */
+ * and only when it is not above it (diverged.c). *moved: a demanded
+ * partition's destination HW is not the progress read before. */
 static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_t n, uint64_t seq,
-		       int64_t read_us, const struct mirror_wsample *when)
+		       int64_t read_us, const struct mirror_wsample *when, bool *moved)
 {
 	struct mirror_worker *w = ln->w;
 	int64_t now = mirror_now_ms();
 	bool failed = false;
+	*moved = false;
 	for (size_t j = 0; j < n; j++) {
 		struct mirror_wtopic *t = &w->topics[it[j].ref.topic];
 		int32_t p = it[j].ref.partition;
@@ -176,6 +212,7 @@ static bool lane_apply(struct mirror_lane *ln, const struct lane_item *it, size_
 			/* confirmed before, not moved: nothing to report */
 		} else {
 			int64_t d = it[j].dst_hw;
+			*moved |= it[j].demanded && d != wp->progress;
 			bool was_ok = wp->confirmed && !wp->diverged;
 			bool gone = mirror_source_gone(it[j].src_err);
 			if (it[j].acked_hw < 0 && (it[j].src_err ? !gone : it[j].src_hw < 0)) {
@@ -256,7 +293,11 @@ static void *lane_main(void *arg)
 			continue;
 		}
 		if (now < ln->retry_ms) {
-			lane_sleep(ln, ln->retry_ms);
+			lane_sleep(ln, ln->retry_ms * 1000);
+			continue;
+		}
+		if (ln->pace_us && mirror_worker_now_us() < ln->pace_us) {
+			lane_sleep(ln, ln->pace_us); /* nothing moved lately: not back to back */
 			continue;
 		}
 		/* take the queue: what is queued from now on goes into the next request */
@@ -297,7 +338,7 @@ static void *lane_main(void *arg)
 			ndem += demanded;
 			it[n] = (struct lane_item){.ref = work[i], .src = t->topic, .dst = t->dst, .bg_hw = wp->bg_hw,
 						   .dst_hw = read ? -1 : wp->tail_check, .tail = !read, .src_hw = -1,
-						   .acked_hw = -1};
+						   .acked_hw = -1, .demanded = demanded};
 			wp->bg_hw = wp->tail_check = -1;
 			n++;
 		}
@@ -347,8 +388,13 @@ static void *lane_main(void *arg)
 		}
 		if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
 			ln->slow_until_ms = mirror_now_ms() + MIRROR_W_SLOW_MS;
-		if (lane_apply(ln, it, n, seq, read_us, &when))
+		bool moved;
+		if (lane_apply(ln, it, n, seq, read_us, &when, &moved))
 			ln->retry_ms = mirror_now_ms() + w->poll_ms;
+		if (ndem)
+			lane_pace(ln, moved);
+		else
+			ln->still_since_ms = -1; /* no demand: the next starts back to back */
 	}
 	pthread_mutex_unlock(&w->tmu);
 	free(work);

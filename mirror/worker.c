@@ -17,7 +17,8 @@
  * and MinISR every 3 s (isr thread), a background round every 1 s (source
  * HW of every partition; destination progress of those whose HW is ahead,
  * of all every 2 s), and demanded partitions at once and back to back while
- * pending (`poll`, lane.c), or as records arrive (`tail`, `mm2`). With
+ * pending (`poll`, lane.c: paced up to poll_interval_ms while nothing moves),
+ * or as records arrive (`tail`, `mm2`). With
  * preserved offsets each destination read is followed by a source read of
  * the same partitions before it is reported (diverged.c).
  */
@@ -57,14 +58,15 @@ static void take_demands(struct mirror_worker *w)
 		}
 		struct mirror_wpart *p = t ? mirror_wtopic_part(t, dq[i].partition) : NULL;
 		if (p) {
-			if (dq[i].need > p->need)
+			bool fresh = dq[i].need > p->need; /* a record past what was demanded */
+			if (fresh)
 				p->need = dq[i].need;
 			if (dq[i].until_ms > p->until_ms)
 				p->until_ms = dq[i].until_ms;
 			if (dq[i].source_hw >= 0)
 				p->src_acked = dq[i].source_hw;
 			if (w->offsets == CONF_OFFSETS_PRESERVED && w->progress == CONF_PROGRESS_POLL)
-				mirror_lane_enqueue(w, (uint32_t)(t - w->topics), dq[i].partition);
+				mirror_lane_demand(w, (uint32_t)(t - w->topics), dq[i].partition, fresh);
 		}
 		free(dq[i].topic);
 	}
@@ -452,14 +454,15 @@ void mirror_worker_demand(struct mirror_worker *w, const char *topic, int32_t pa
 	struct mirror_wtopic *kt = mirror_worker_topic(w, topic, false);
 	if (kt && partition >= 0 && partition < kt->npart_alloc) {
 		struct mirror_wpart *wp = &kt->parts[partition];
-		if (need > wp->need)
+		bool fresh = need > wp->need; /* a record past what was demanded: back to back */
+		if (fresh)
 			wp->need = need;
 		if (until_ms > wp->until_ms)
 			wp->until_ms = until_ms;
 		if (source_hw >= 0)
 			wp->src_acked = source_hw;
 		if (w->offsets == CONF_OFFSETS_PRESERVED && w->progress == CONF_PROGRESS_POLL)
-			mirror_lane_enqueue(w, (uint32_t)(kt - w->topics), partition);
+			mirror_lane_demand(w, (uint32_t)(kt - w->topics), partition, fresh);
 		pthread_mutex_unlock(&w->tmu);
 		return;
 	}

@@ -10,8 +10,9 @@
  *                       min.insync.replicas (DescribeConfigs, asynchronous);
  *   lanes  (lane.c)     one per destination leader: ListOffsets(END) of that
  *                       leader's demanded partitions, back to back while any
- *                       is pending, and of the background round's, each
- *                       followed by the source's (diverged.c);
+ *                       is pending and moving (paced while none moves), and
+ *                       of the background round's, each followed by the
+ *                       source's (diverged.c);
  *   tail   (tail.c / mm2.c) `tail`: the destination consumer; `mm2`: the
  *                       offset-syncs consumer — long polls, reported as
  *                       records arrive.
@@ -52,6 +53,10 @@
 #define MIRROR_W_BG_CHUNK 2000    /* background partitions per lane request (beside the demanded) */
 #define MIRROR_DIVERGED_ERROR "DESTINATION_AHEAD_OF_SOURCE"
 #define MIRROR_W_MAX_LANES 64     /* lanes per mirror; leaders beyond share lane 0 (unknown leader) */
+/* `poll`: a lane asks back to back this long after a demanded partition's HW
+ * moved or a new record was demanded; then, while nothing moves, it pauses
+ * between requests (mirror_lane_pause_ms) */
+#define MIRROR_W_POLL_BURST_MS CONF_POLL_BURST_MS
 
 struct mirror_wdemand {
 	char *topic;
@@ -119,6 +124,13 @@ struct mirror_lane {
 	int64_t slow_until_ms;   /* timed out lately: short timeout until then */
 	int64_t retry_ms;        /* after a failed request: not before */
 	uint64_t requests;       /* sent (LOG_D on stop) */
+	/* demand pacing: back to back for MIRROR_W_POLL_BURST_MS from the last
+	 * HW move of a demanded partition or new demanded record (still_since_ms,
+	 * -1: no demand answered since the lane was idle), then pauses doubling
+	 * up to poll_interval_ms (pause_ms, 0: back to back) */
+	int64_t still_since_ms;
+	int64_t pause_ms;
+	int64_t pace_us;         /* the next request not before (CLOCK_MONOTONIC µs), 0 none */
 	struct metric *m_requests[2]; /* syncgate_mirror_progress_requests_total by kind: demand, background */
 	struct metric *m_source;         /* syncgate_mirror_source_offsets_requests_total */
 };
@@ -210,6 +222,23 @@ void mirror_worker_consume(struct mirror_worker *w, rd_kafka_t *rk, int poll_ms,
 /* Queue partition p of topic index ti on its leader's lane (started on first
  * use) unless it is queued already; wakes the lane. */
 void mirror_lane_enqueue(struct mirror_worker *w, uint32_t ti, int32_t p);
+/* A demand of (ti, p) from the loop: queued as mirror_lane_enqueue; `fresh`
+ * (a record past the partition's pending demand, or none pending) puts its
+ * lane back to back at once, a pause in progress cut short. */
+void mirror_lane_demand(struct mirror_worker *w, uint32_t ti, int32_t p, bool fresh);
+/* The pause (ms) before a lane's next request after a demanded answer in
+ * which no demanded partition's HW moved: 0 while nothing has moved for less
+ * than MIRROR_W_POLL_BURST_MS (`still_ms`), then twice the pause before
+ * (`prev_ms`, 1 ms after none), at most `cap_ms` (poll_interval_ms). So a
+ * lane whose waits never complete sends at most one request per cap_ms once
+ * MIRROR_W_POLL_BURST_MS + 2 × cap_ms have passed. Pure. */
+static inline int64_t mirror_lane_pause_ms(int64_t still_ms, int64_t prev_ms, int64_t cap_ms)
+{
+	if (still_ms < MIRROR_W_POLL_BURST_MS)
+		return 0;
+	int64_t p = prev_ms > 0 ? prev_ms * 2 : 1;
+	return p < cap_ms ? p : cap_ms;
+}
 /* End every lane thread (w->halt set, tmu NOT held) and free them. */
 void mirror_lanes_join(struct mirror_worker *w);
 

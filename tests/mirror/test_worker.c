@@ -3,7 +3,8 @@
  * cluster (2.0.2): one mock as the source, one as the destination. The mock
  * models topics, produce, high watermarks and Metadata; it cannot model ISR
  * shrinking, min.insync.replicas (no DescribeConfigs) or real mirroring, so
- * the test "mirrors" by producing the same records to both sides.
+ * the test "mirrors" by producing the same records to both sides
+ * (worker_fixture.c).
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -17,102 +18,10 @@
 #include "mirror/mirror.h"
 #include "mirror/internal.h"
 #include "mirror/worker.h"
+#include "tests/mirror/worker_fixture.h"
 
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);
-
-static rd_kafka_t *mk_src, *mk_dst;
-static rd_kafka_mock_cluster_t *mc_src, *mc_dst;
-static struct event_base *base;
-static struct mirror_gate *g;
-static struct conf cfg;
-static struct conf_mirror mir;
-static char *sync_topics[] = {"orders"};
-static char src_host[64];
-
-static rd_kafka_t *mock_handle_n(rd_kafka_mock_cluster_t **mc, int brokers)
-{
-	char errstr[256];
-	rd_kafka_conf_t *c = rd_kafka_conf_new();
-	rd_kafka_conf_set(c, "log_level", "3", NULL, 0);
-	rd_kafka_t *rk = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
-	cr_assert_not_null(rk, "%s", errstr);
-	*mc = rd_kafka_mock_cluster_new(rk, brokers);
-	cr_assert_not_null(*mc);
-	cr_assert(eq(i64, (int64_t)(rd_kafka_mock_topic_create(*mc, "orders", 2, 1)), (int64_t)(0)));
-	return rk;
-}
-
-static rd_kafka_t *mock_handle(rd_kafka_mock_cluster_t **mc)
-{
-	return mock_handle_n(mc, 1);
-}
-
-static void produce(rd_kafka_mock_cluster_t *mc, int32_t partition, int n)
-{
-	char errstr[256];
-	rd_kafka_conf_t *c = rd_kafka_conf_new();
-	rd_kafka_conf_set(c, "bootstrap.servers", rd_kafka_mock_cluster_bootstraps(mc), NULL, 0);
-	rd_kafka_conf_set(c, "linger.ms", "0", NULL, 0);
-	rd_kafka_t *p = rd_kafka_new(RD_KAFKA_PRODUCER, c, errstr, sizeof(errstr));
-	cr_assert_not_null(p);
-	for (int i = 0; i < n; i++)
-		cr_assert(eq(i64, (int64_t)(rd_kafka_producev(p, RD_KAFKA_V_TOPIC("orders"), RD_KAFKA_V_PARTITION(partition),
-					       RD_KAFKA_V_VALUE("x", 1), RD_KAFKA_V_END)), (int64_t)(0)));
-	cr_assert(eq(i64, (int64_t)(rd_kafka_flush(p, 30000)), (int64_t)(0)));
-	rd_kafka_destroy(p);
-}
-
-/* dst_brokers > 1: destination partition p led by broker p + 1 */
-static void start_ex(enum conf_progress mode, int dst_brokers)
-{
-	mk_src = mock_handle(&mc_src);
-	mk_dst = mock_handle_n(&mc_dst, dst_brokers);
-	for (int32_t p = 0; dst_brokers > 1 && p < 2; p++)
-		cr_assert(eq(i64, (int64_t)(rd_kafka_mock_partition_set_leader(mc_dst, "orders", p, p + 1)), (int64_t)(0)));
-	const char *bs = rd_kafka_mock_cluster_bootstraps(mc_src);
-	const char *colon = strrchr(bs, ':');
-	snprintf(src_host, sizeof(src_host), "%.*s", (int)(colon - bs), bs);
-	memset(&cfg, 0, sizeof(cfg));
-	memset(&mir, 0, sizeof(mir));
-	cfg.upstream_broker.host = src_host;
-	cfg.upstream_broker.port = atoi(colon + 1);
-	mir.name = (char *)"mock-dr";
-	mir.bootstrap = (char *)rd_kafka_mock_cluster_bootstraps(mc_dst);
-	mir.topic_name = (char *)"{topic}";
-	mir.offsets = CONF_OFFSETS_PRESERVED;
-	mir.progress = mode;
-	mir.poll_interval_ms = 5;
-	mir.sync_topics = sync_topics;
-	mir.nsync_topics = 1;
-	cfg.mirrors = &mir;
-	cfg.nmirrors = 1;
-	base = event_base_new();
-	g = mirror_gate_new(base, &cfg);
-	cr_assert_not_null(g);
-}
-
-static void start(enum conf_progress mode)
-{
-	start_ex(mode, 1);
-}
-
-static void stop(void)
-{
-	mirror_gate_free(g);
-	event_base_free(base);
-	rd_kafka_mock_cluster_destroy(mc_src);
-	rd_kafka_mock_cluster_destroy(mc_dst);
-	rd_kafka_destroy(mk_src);
-	rd_kafka_destroy(mk_dst);
-}
-
-static void run_ms(int ms)
-{
-	struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-	event_base_loopexit(base, &tv);
-	event_base_dispatch(base);
-}
 
 struct cbrec {
 	int calls;
@@ -224,49 +133,6 @@ Test(mirror_worker, mm2_offset_sync_record_format)
 }
 
 /* ---- poll scheduling (lane.c): demand-driven, back to back, idle = nothing ---- */
-
-/* ListOffsets requests the mirror's lanes sent, of `kind`, over every lane. */
-static double lane_requests(const char *kind)
-{
-	double n = 0;
-	for (int b = -1; b <= 2; b++) {
-		char labels[200];
-		snprintf(labels, sizeof(labels), "mirror=\"mock-dr\",broker=\"%d\",kind=\"%s\"", b, kind);
-		n += metric_value(metric_get(METRIC_COUNTER, "syncgate_mirror_progress_requests_total", "",
-					     labels, NULL, 0));
-	}
-	return n;
-}
-
-struct outrec {
-	int calls;
-	enum mirror_outcome outcome;
-};
-static void on_out(void *arg, struct mirror_wait_part *parts, size_t nparts)
-{
-	struct outrec *o = arg;
-	o->calls++;
-	o->outcome = parts[0].outcome;
-}
-
-/* Promoted, progress of both partitions known (10 and 3), ISR known. */
-static void promoted(void)
-{
-	produce(mc_src, 0, 10);
-	produce(mc_dst, 0, 10);
-	produce(mc_src, 1, 3);
-	produce(mc_dst, 1, 3);
-	struct mirror_partition_info p0, p1;
-	int64_t end = mirror_now_ms() + 20000;
-	while (mirror_now_ms() < end) {
-		run_ms(50);
-		if (mirror_gate_is_gated(g, "orders") &&
-		    mirror_gate_partition_info(g, "mock-dr", "orders", 0, &p0) == 0 && p0.progress == 10 && p0.isr > 0 &&
-		    mirror_gate_partition_info(g, "mock-dr", "orders", 1, &p1) == 0 && p1.progress == 3 && p1.isr > 0)
-			return;
-	}
-	cr_fatal("not promoted with progress 10 / 3 and ISR known");
-}
 
 Test(mirror_worker, poll_idle_partitions_cost_one_destination_request_per_sweep, .timeout = 60)
 {
