@@ -100,9 +100,9 @@ def topic_name(request) -> str:
 def make_cluster(bed):
     made: list[Cluster] = []
 
-    def factory(name: str, brokers: int = 3, props=None, listeners=(), node_props=None) -> Cluster:
+    def factory(name: str, brokers: int = 3, props=None, listeners=(), node_props=None, first_id=1) -> Cluster:
         c = bed.start_cluster(name, brokers=brokers, props=props, listeners=listeners,
-                              node_props=node_props)
+                              node_props=node_props, first_id=first_id)
         made.append(c)
         return c
 

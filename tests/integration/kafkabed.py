@@ -121,13 +121,14 @@ class KafkaBed:
     # -- clusters ------------------------------------------------------------
     def start_cluster(self, name: str, brokers: int = 1, props: Optional[dict] = None,
                       timeout: float = 120, listeners: Sequence[str] = (),
-                      node_props: Optional[dict] = None) -> "Cluster":
+                      node_props: Optional[dict] = None, first_id: int = 1) -> "Cluster":
         """Start a KRaft cluster (see cluster.sh) and return it once ready.
         listeners: extra broker listeners "NAME:PROTOCOL" (e.g. "SSL:SSL"),
         each on its own port: Cluster.listener(broker_id, NAME).
         node_props: {node id: {key: value}} for one node only (e.g.
         {1: {"broker.rack": "r1"}})."""
-        args = ["start", name, "--brokers", str(brokers), "--timeout", str(int(timeout))]
+        args = ["start", name, "--brokers", str(brokers), "--first-id", str(first_id),
+                "--timeout", str(int(timeout))]
         for k, v in (props or {}).items():
             args += ["--prop", f"{k}={v}"]
         for node, kv in (node_props or {}).items():

@@ -16,6 +16,7 @@ client is reconfigured or restarted.
 from __future__ import annotations
 
 import json
+import threading
 import os
 import subprocess
 import time
@@ -199,3 +200,174 @@ def test_restarted_sidecar_replays_the_switch(bed, make_syncgate, make_testmirro
     assert p.error_code == 0, p
     assert dest.consume(topic_name, 0)[-1].value == b"after-restart"
     assert source.high_watermark(topic_name, 0) == 0
+
+
+class RdkafkaLoad:
+    """A librdkafka idempotent producer on a thread: "<prefix><i>" (key =
+    value) every ~5 ms until stop(); acks as (partition, offset, value, sent_ms),
+    errors as (value, error name)."""
+
+    def __init__(self, bootstrap, topic, prefix):
+        from confluent_kafka import Producer
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2,
+                           "acks": "all", "request.timeout.ms": 2000, "message.timeout.ms": 10000})
+        self.topic, self.prefix = topic, prefix
+        self.acks, self.errs = [], []
+        self.halt = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        i = 0
+        while not self.halt.is_set():
+            v = f"{self.prefix}{i}"
+            sent = time.time() * 1000
+
+            def cb(err, m, v=v, sent=sent):
+                if err:
+                    self.errs.append((v, err.name()))
+                else:
+                    self.acks.append((m.partition(), m.offset(), v, sent))
+            self.p.produce(self.topic, key=v, value=v, on_delivery=cb)
+            self.p.poll(0.005)
+            i += 1
+        self.p.flush(30)
+
+    def stop(self):
+        self.halt.set()
+        self.t.join(60)
+
+
+class SwitchedGroupConsumer:
+    """A consumer group member on a thread that commits synchronously every
+    `every` records and, like any consumer written for rebalances, carries on
+    when a commit fails (the switch moves the group to the destination's
+    coordinator, which does not know the member: UNKNOWN_MEMBER_ID once, then
+    the member rejoins there)."""
+
+    def __init__(self, bootstrap, group, topic, every=20):
+        from confluent_kafka import Consumer
+        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                           "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
+        self.c.subscribe([topic])
+        self.every, self.seen, self.commit_errors = every, [], []
+        self.halt = threading.Event()
+        self.t = threading.Thread(target=self._run, daemon=True)
+        self.t.start()
+
+    def _run(self):
+        from confluent_kafka import KafkaException
+        n = 0
+        while not self.halt.is_set():
+            m = self.c.poll(0.1)
+            if m is None or m.error():
+                continue
+            self.seen.append((m.partition(), m.offset(), m.value().decode()))
+            n += 1
+            if n % self.every == 0:
+                try:
+                    self.c.commit(asynchronous=False)
+                except KafkaException as e:
+                    self.commit_errors.append(e.args[0].name())
+
+    def stop(self):
+        self.halt.set()
+        self.t.join(10)
+        self.c.close()
+
+
+def test_switch_three_sidecars_to_a_destination_with_other_node_ids(bed, load_classes, make_cluster,
+                                                                    make_syncgate, make_testmirror, topic_name):
+    """The production shape: a 3-broker source with one sidecar per broker, a
+    3-broker destination numbered 11..13 (node ids the source has not). A
+    Java and a librdkafka idempotent producer and a consumer group run
+    through the sidecars the whole time; nobody is reconfigured."""
+    partitions, topic = 3, topic_name
+    src = make_cluster("swsrc", brokers=3)
+    dst = make_cluster("swdst", brokers=3, first_id=11)
+    assert set(dst.broker_ids) == {11, 12, 13}
+    src.create_topic(topic, partitions=partitions, rf=3)
+    dst.create_topic(topic, partitions=partitions, rf=3)
+    make_testmirror([topic], source=src, dest=dst)
+    st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
+    nodes = {i: f"127.0.0.1:{free_port()}" for i in src.broker_ids}
+    sgs = []
+    for i in src.broker_ids:  # one at a time: the first creates the state log
+        extra = {**lifecycle_extra(st, tok), "listen": {"kafka": nodes[i]},
+                 "switch": {"base_port": switch_base(dst), "host": "127.0.0.1"}}
+        sg = make_syncgate(src, mirrors=[mirror_conf("dr", dst, [topic])], broker_id=i,
+                           advertise={"nodes": nodes}, name=f"sg-sw{i}-{topic[-6:]}", extra=extra)
+        sg.token_file = tok
+        sgs.append(sg)
+        wait_until(lambda: describe(sg).get("state_ready"), timeout=90, what=f"{sg.name} read the state log")
+    for sg in sgs:
+        wait_state(sg, "dr", topic, timeout=120, effective="SYNC")
+    bootstrap = ",".join(nodes[i] for i in src.broker_ids)
+    sidecar_ports = {sg.port for sg in sgs} | {sg.config["switch"]["base_port"] + d for sg in sgs
+                                               for d in dst.broker_ids}
+    group = f"g-{uuid.uuid4().hex[:6]}"
+    consumer = SwitchedGroupConsumer(bootstrap, group, topic)
+    out_path = os.path.join(bed.run_dir, f"switchload-{uuid.uuid4().hex[:6]}.out")
+    out_file = open(out_path, "w+")
+    java = subprocess.Popen(
+        ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+         "-cp", load_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "FailoverLoad",
+         bootstrap, topic, "30000", "5", "j"], stdout=out_file, stderr=subprocess.STDOUT, text=True)
+    rdk = RdkafkaLoad(bootstrap, topic, "r")
+    peers: set[int] = set()
+    try:
+        wait_until(lambda: sum(src.high_watermark(topic, p) for p in range(partitions)) >= 400, timeout=90,
+                   what="the producers write through the sidecars")
+        t_switch = time.time() * 1000
+        rc, out, err = ctl(sgs[1], "failover", "--mirror", "dr", "--topics", topic, "--timeout-ms", "30000",
+                           "--switch", timeout=200)
+        switched_ms = time.time() * 1000
+        assert rc == 0, (out, err)
+        hw_at_switch = [src.high_watermark(topic, p) for p in range(partitions)]
+        # every sidecar serves the destination within a second of the record
+        wait_until(lambda: all(describe(sg)["serving"] == "dr" for sg in sgs), timeout=5,
+                   what="every sidecar applied the switch")
+        deadline = time.monotonic() + 120
+        while java.poll() is None and time.monotonic() < deadline:
+            peers |= java_peers(java.pid)
+            time.sleep(0.5)
+        rdk.stop()
+        ends = [dst.high_watermark(topic, p) for p in range(partitions)]
+        wait_until(lambda: all(any(pp == p and o == ends[p] - 1 for pp, o, _ in consumer.seen)
+                               for p in range(partitions)), timeout=90,
+                   what="the consumer group read the destination to its end")
+    finally:
+        consumer.stop()
+        rdk.stop()
+        if java.poll() is None:
+            java.kill()
+        java.wait()
+        out_file.seek(0)
+        out_java = out_file.read()
+        out_file.close()
+    assert [src.high_watermark(topic, p) for p in range(partitions)] == hw_at_switch, "the source took records"
+    lines = out_java.splitlines()
+    assert lines and lines[-1].startswith("DONE "), out_java[-2000:]
+    jacks = [(int(a[1]), int(a[2]), a[4], int(a[3])) for a in (ln.split(" ", 4) for ln in lines if ln.startswith("ACK "))]
+    jerrs = [e.split(" ", 4)[3] for e in lines if e.startswith("ERR ")]
+    assert {e for e in jerrs} <= RETRIABLE, sorted(set(jerrs))
+    for name, acks in (("java", jacks), ("librdkafka", rdk.acks)):
+        assert [a for a in acks if a[3] > switched_ms], f"{name}: nothing acknowledged after the switch"
+    dstv = {p: {r.offset: r.value for r in dst.consume(topic, p)} for p in range(partitions)}
+    for part, off, v, _ in jacks + rdk.acks:
+        assert dstv[part].get(off) == v.encode(), (part, off, v)
+    for p in range(partitions):
+        values = [v.decode() for v in dstv[p].values()]
+        assert len(values) == len(set(values)), f"partition {p}: a record is on the destination twice"
+        for prefix in ("j", "r"):
+            idx = [int(v[1:]) for v in values if v[0] == prefix]
+            assert idx == sorted(idx), f"partition {p}: {prefix} records out of send order"
+    seen = {(p, v) for p, _, v in consumer.seen}
+    missing = [(p, o) for p in range(partitions) for o, v in dstv[p].items() if (p, v.decode()) not in seen]
+    assert not missing, f"the consumer group skipped {len(missing)} records, e.g. {missing[:5]}"
+    dups = len(consumer.seen) - len(seen)
+    print(f"java {len(jacks)} acks / errors {sorted(set(jerrs))}; librdkafka {len(rdk.acks)} acks / errors "
+          f"{sorted({e for _, e in rdk.errs})}; consumer read {dups} records twice, commit errors "
+          f"{sorted(set(consumer.commit_errors))}; switch took "
+          f"{switched_ms - t_switch:.0f} ms (failover included)")
+    assert peers and peers <= sidecar_ports, (peers, sidecar_ports)

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # cluster.sh — real Apache Kafka (KRaft) clusters for tests and the sandbox.
 #
-#   cluster.sh start NAME [--brokers N] [--dir RUN_DIR] [--prop k=v]... [--node-prop ID:k=v]... [--timeout S]
+#   cluster.sh start NAME [--brokers N] [--first-id K] [--dir RUN_DIR] [--prop k=v]... [--node-prop ID:k=v]... [--timeout S]
 #       One node (combined broker+controller, node id 1) by default. With
 #       --brokers N>1: a separate controller (node id 100) plus broker-only
 #       nodes 1..N, so brokers can be stopped while the controller keeps
-#       shrinking ISR (min.insync.replicas tests). Ports are free 127.0.0.1
+#       shrinking ISR (min.insync.replicas tests). --first-id K numbers the
+#       brokers K..K+N-1 instead (K < 100 or above K+N: another cluster's ids,
+#       e.g. a destination whose node ids the source has not). Ports are free 127.0.0.1
 #       ports. Waits until every broker answers and metadata shows N brokers.
 #       --prop overrides/extends every node's server.properties;
 #       --node-prop ID:k=v (repeatable) only node ID's, after them (e.g.
@@ -100,11 +102,12 @@ wait_brokers() {
 }
 
 cmd_start() {
-  local name="" brokers=1 props=() extra=() node_props=()
+  local name="" brokers=1 first_id=1 props=() extra=() node_props=()
   TIMEOUT=90
   while [ $# -gt 0 ]; do
     case "$1" in
       --brokers) brokers="$2"; shift 2 ;;
+      --first-id) [[ "$2" =~ ^[0-9]+$ ]] || sg_die "--first-id takes a node id"; first_id="$2"; shift 2 ;;
       --dir) SG_RUN_DIR="$2"; shift 2 ;;
       --prop) props+=("$2"); shift 2 ;;
       --node-prop) [[ "$2" =~ ^[0-9]+:.+=.*$ ]] || sg_die "--node-prop ID:key=value"
@@ -131,7 +134,9 @@ cmd_start() {
   mkdir -p "$cd"
 
   local ids rf minisr nports ports
-  if [ "$brokers" -eq 1 ]; then ids="1"; else ids="$(seq -s' ' 1 "$brokers")"; fi
+  ids="$(seq -s' ' "$first_id" $((first_id + brokers - 1)))"
+  [ "$brokers" -gt 1 ] && [ "$CONTROLLER_ID" -ge "$first_id" ] && [ "$CONTROLLER_ID" -lt $((first_id + brokers)) ] &&
+    sg_die "--first-id $first_id: the broker ids would include the controller's ($CONTROLLER_ID)"
   rf=$((brokers < 3 ? brokers : 3)); minisr=$((brokers < 2 ? 1 : 2))
   nports=$((brokers + 1 + brokers * ${#extra[@]}))
   read -r -a ports <<<"$(sg_free_ports "$nports")"
