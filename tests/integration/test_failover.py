@@ -41,6 +41,7 @@ NOT_ENOUGH_REPLICAS = 19
 # Sends "<prefix><i>" (key = value) through syncgate until `durationMs`
 # passed, one line per outcome: "ACK <partition> <offset> <sentAtMs> <value>"
 # or "ERR <value> <sentAtMs> <exception class> <message>"; then "DONE <n>".
+# Arguments after the fifth are further producer settings, key=value.
 FAILOVER_LOAD_JAVA = r"""
 import java.util.*;
 import org.apache.kafka.clients.producer.*;
@@ -61,6 +62,8 @@ public class FailoverLoad {
         p.put("retry.backoff.ms", "100");
         p.put("key.serializer", StringSerializer.class.getName());
         p.put("value.serializer", StringSerializer.class.getName());
+        for (int k = 5; k < a.length; k++)  // further producer settings, key=value
+            p.put(a[k].substring(0, a[k].indexOf('=')), a[k].substring(a[k].indexOf('=') + 1));
         StringBuffer out = new StringBuffer();
         int n = 0;
         long end = System.currentTimeMillis() + durationMs;

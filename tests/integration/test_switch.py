@@ -87,8 +87,12 @@ def java_peers(pid: int) -> set[int]:
     return ports
 
 
+@pytest.mark.parametrize("recovery", ["rebootstrap", "none"])
 def test_failover_switch_under_load_serves_the_destination(bed, load_classes, make_syncgate, make_testmirror,
-                                                           source, dest, topic_name):
+                                                           source, dest, topic_name, recovery):
+    """metadata.recovery.strategy: `rebootstrap` (Java 4.x's default) and
+    `none`: after the switch both see the destination's cluster id, which
+    neither refuses."""
     partitions = 2
     topic = topic_name
     source.create_topic(topic, partitions=partitions)
@@ -102,7 +106,8 @@ def test_failover_switch_under_load_serves_the_destination(bed, load_classes, ma
     load = subprocess.Popen(
         ["java", "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
          "-cp", load_classes + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "FailoverLoad",
-         sg.bootstrap, topic, "22000", "5", "s"], stdout=out_file, stderr=subprocess.STDOUT, text=True)
+         sg.bootstrap, topic, "22000", "5", "s", f"metadata.recovery.strategy={recovery}"],
+        stdout=out_file, stderr=subprocess.STDOUT, text=True)
     peers: set[int] = set()
     try:
         wait_until(lambda: sum(source.high_watermark(topic, p) for p in range(partitions)) >= 200, timeout=60,
