@@ -376,3 +376,43 @@ def test_switch_three_sidecars_to_a_destination_with_other_node_ids(bed, load_cl
           f"{sorted(set(consumer.commit_errors))}; switch took "
           f"{switched_ms - t_switch:.0f} ms (failover included)")
     assert peers and peers <= sidecar_ports, (peers, sidecar_ports)
+
+
+def test_switched_producer_id_colliding_with_a_destination_producer_is_stored(bed, make_syncgate, make_testmirror,
+                                                                            source, dest, topic_name):
+    """No false ack through the switch: a destination producer owns id 4242
+    (sequences 0..9). A switched client whose source-issued id is also 4242
+    sends sequence 7 — straight to the destination, the broker would answer
+    success at the other producer's offset 7 and store nothing
+    (test_switch_measure.py). Through the switched sidecar the batch goes out
+    under a producer id the destination issued, and is stored."""
+    source.create_topic(topic_name, partitions=1)
+    dest.create_topic(topic_name, partitions=1)
+    make_testmirror([topic_name])
+    sg = switch_sidecar(bed, make_syncgate, source, dest, topic_name)
+    rc, out, err = ctl(sg, "failover", "--mirror", "dr", "--timeout-ms", "20000", "--switch", timeout=120)
+    assert rc == 0, (out, err)
+    host, port = dest.bootstrap.rsplit(":", 1)
+    pid = 4242
+    native = RawClient(host, int(port))
+    try:
+        for seq in range(10):
+            r = native.produce(topic_name, 0, [f"native{seq}".encode()], producer=(pid, 0, seq))
+            assert r.topics[topic_name][0].error_code == 0, r.topics
+    finally:
+        native.close()
+    c = RawClient("127.0.0.1", sg.port)
+    try:
+        r = c.produce(topic_name, 0, [b"switched7"], producer=(pid, 0, 7))
+        again = c.produce(topic_name, 0, [b"switched7"], producer=(pid, 0, 7))  # a retry of the same batch
+        nxt = c.produce(topic_name, 0, [b"switched8"], producer=(pid, 0, 8))
+    finally:
+        c.close()
+    res, res2, res3 = (x.topics[topic_name][0] for x in (r, again, nxt))
+    stored = {rec.offset: rec.value for rec in dest.consume(topic_name, 0)}
+    assert res.error_code == 0 and stored.get(res.base_offset) == b"switched7", (res, stored)
+    assert res2.error_code == 0 and res2.base_offset == res.base_offset, "the retry was not de-duplicated"
+    assert res3.error_code == 0 and stored.get(res3.base_offset) == b"switched8", (res3, stored)
+    assert list(stored.values()).count(b"switched7") == 1
+    assert stored.get(7) == b"native7"
+    assert sg.metric("syncgate_switch_producer_ids_remapped_total") >= 1
