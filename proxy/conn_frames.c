@@ -42,7 +42,7 @@ void proxy_conn_update_flow(struct proxy_conn *c)
 			 c->srv->held_bytes + c->srv->queued_bytes > (size_t)cf->max_held_bytes;
 	/* HALF_CLOSED: the client is not read any more, only the broker is paced */
 	bool pause_client = c->state != PROXY_CONN_HALF_CLOSED &&
-			    (up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH ||
+			    (up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH || c->pid_wait ||
 			     (c->client_paused && up_out > FLOW_LOW));
 	if (pause_client != c->client_paused) {
 		c->client_paused = pause_client;
@@ -140,7 +140,7 @@ static struct evbuffer *upstream_input(struct proxy_conn *c)
 /* While not paused, or all of them (`all`: the client closed, nothing more will come). */
 static bool client_may_read(const struct proxy_conn *c, bool all)
 {
-	return c->client && (all || !c->client_paused) &&
+	return c->client && (all || !c->client_paused) && !c->pid_wait &&
 	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING || c->state == PROXY_CONN_LINGERING);
 }
 

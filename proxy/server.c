@@ -77,6 +77,7 @@ void proxy_server_free(struct proxy_server *srv)
 	SSL_CTX_free(srv->client_tls);
 	SSL_CTX_free(srv->upstream_tls);
 	proxy_topic_ids_free(srv->topic_ids);
+	proxy_pidmap_free(srv->pidmap);
 	free(srv);
 }
 

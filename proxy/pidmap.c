@@ -1,0 +1,594 @@
+/*
+ * pidmap.c — producer ids on a switched sidecar (proxy/pidmap.h;
+ * docs/switchover.md "Producer state").
+ *
+ * The destination issues producer ids on its own from 0, so a client's
+ * source-issued id is often in use there by another producer, and a batch
+ * whose (id, epoch, sequence) equals one of that producer's last five is
+ * answered success at that producer's offset and stored nowhere — a false
+ * ack. So once srv->switched, no producer id the destination did not issue
+ * goes upstream:
+ *   - every idempotent, non-transactional batch (producerId >= 0, attribute
+ *     bit 4 clear) is rewritten to a (producer id, epoch) the sidecar asked
+ *     its broker for — even one whose id the destination issued to the
+ *     client itself (a fresh id is unique there; it costs one InitProducerId).
+ *     Per (client id, client epoch) one InitProducerId, sent as an INTERNAL
+ *     entry on the client's own upstream connection (the client's SASL
+ *     identity) ahead of the Produce, which stays unread in the client input
+ *     (c->pid_wait) until the answer. Retries of a batch go out under the same
+ *     id, so the broker de-duplicates them; the client's base sequence stays
+ *     (a fresh id has no state: the broker takes any first sequence, then
+ *     checks the rest in order);
+ *   - a transactional batch passes unchanged only under an id the broker
+ *     issued to the request's TransactionalId through this sidecar since the
+ *     switch (the client's own InitProducerId response, read on its way);
+ *     else the Produce is answered INVALID_PRODUCER_ID_MAPPING (49) on every
+ *     partition and not forwarded: the application's transaction aborts and
+ *     initTransactions() gets it an id here;
+ *   - non-idempotent batches (producerId -1) pass unchanged.
+ * An InitProducerId that fails closes the connection: the Produce waiting
+ * for it and every request behind it were never forwarded, and the client
+ * retries them in order on a new connection (an error answer to the one
+ * Produce would let the requests behind it go out first under a fresh id).
+ * Loop thread.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proxy/datapath.h"
+#include "proxy/security.h"
+
+#define TXN_BIT 0x10 /* RecordBatch attributes: transactional */
+
+/* ---- the bounded maps ------------------------------------------------------ */
+
+/* One key → value, in a ring kept in insertion order (the oldest evicted). */
+struct pm_slot {
+	int64_t key;       /* client producer id (remap), destination producer id (issued) */
+	int16_t key_epoch; /* client epoch (remap); 0 (issued) */
+	int16_t epoch;     /* destination epoch (remap); unused (issued) */
+	int64_t pid;       /* destination producer id (remap); unused (issued) */
+	uint64_t tag;      /* the TransactionalId's hash (issued) */
+};
+
+struct pm_table {
+	size_t cap, n, head;   /* ring capacity, keys, index of the oldest */
+	struct pm_slot *ring;
+	uint32_t *index;       /* open addressing, linear probing: ring index + 1, 0 empty */
+	size_t mask;           /* index slots - 1 (a power of two ≥ 2 cap) */
+};
+
+struct proxy_pidmap {
+	struct pm_table remap;  /* (client pid, epoch) → (destination pid, epoch) */
+	struct pm_table issued; /* destination pid → TransactionalId hash */
+};
+
+static uint64_t mix(int64_t key, int16_t epoch)
+{
+	uint64_t x = (uint64_t)key ^ ((uint64_t)(uint16_t)epoch << 48) ^ 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+static int table_init(struct pm_table *t, size_t cap)
+{
+	size_t slots = 2;
+	while (slots < 2 * cap)
+		slots <<= 1;
+	t->cap = cap;
+	t->n = t->head = 0;
+	t->mask = slots - 1;
+	t->ring = calloc(cap, sizeof(*t->ring));
+	t->index = calloc(slots, sizeof(*t->index));
+	return t->ring && t->index ? 0 : -1;
+}
+
+/* The index slot holding (key, epoch), or the empty slot where it would go. */
+static size_t table_find(const struct pm_table *t, int64_t key, int16_t epoch)
+{
+	size_t i = (size_t)mix(key, epoch) & t->mask;
+	for (; t->index[i]; i = (i + 1) & t->mask) {
+		const struct pm_slot *s = &t->ring[t->index[i] - 1];
+		if (s->key == key && s->key_epoch == epoch)
+			break;
+	}
+	return i;
+}
+
+static const struct pm_slot *table_get(const struct pm_table *t, int64_t key, int16_t epoch)
+{
+	if (!t->ring)
+		return NULL;
+	size_t i = table_find(t, key, epoch);
+	return t->index[i] ? &t->ring[t->index[i] - 1] : NULL;
+}
+
+/* Take slot i out of the index, shifting back the probes that passed over it. */
+static void index_delete(struct pm_table *t, size_t i)
+{
+	t->index[i] = 0;
+	for (size_t j = (i + 1) & t->mask; t->index[j]; j = (j + 1) & t->mask) {
+		const struct pm_slot *s = &t->ring[t->index[j] - 1];
+		size_t home = (size_t)mix(s->key, s->key_epoch) & t->mask;
+		/* j's entry may move to i when its home is not cyclically in (i, j] */
+		bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+		if (!stays) {
+			t->index[i] = t->index[j];
+			t->index[j] = 0;
+			i = j;
+		}
+	}
+}
+
+/* The slot for (key, epoch): found, or a new one (the oldest evicted when full). */
+static struct pm_slot *table_put(struct pm_table *t, int64_t key, int16_t epoch)
+{
+	size_t i = table_find(t, key, epoch);
+	if (t->index[i])
+		return &t->ring[t->index[i] - 1];
+	if (t->n == t->cap) {
+		struct pm_slot *old = &t->ring[t->head];
+		index_delete(t, table_find(t, old->key, old->key_epoch));
+		t->head = (t->head + 1) % t->cap;
+		t->n--;
+		i = table_find(t, key, epoch); /* the shift may have moved the empty slot */
+	}
+	size_t r = (t->head + t->n) % t->cap;
+	t->n++;
+	t->ring[r] = (struct pm_slot){ .key = key, .key_epoch = epoch };
+	t->index[i] = (uint32_t)r + 1;
+	return &t->ring[r];
+}
+
+struct proxy_pidmap *proxy_pidmap_new(size_t cap)
+{
+	struct proxy_pidmap *m = calloc(1, sizeof(*m));
+	if (!m || cap == 0 || cap > UINT32_MAX / 4 || table_init(&m->remap, cap) < 0 ||
+	    table_init(&m->issued, cap) < 0) {
+		proxy_pidmap_free(m);
+		return NULL;
+	}
+	return m;
+}
+
+void proxy_pidmap_free(struct proxy_pidmap *m)
+{
+	if (!m)
+		return;
+	free(m->remap.ring);
+	free(m->remap.index);
+	free(m->issued.ring);
+	free(m->issued.index);
+	free(m);
+}
+
+bool proxy_pidmap_lookup(const struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t *dest_pid,
+			 int16_t *dest_epoch)
+{
+	const struct pm_slot *s = m ? table_get(&m->remap, pid, epoch) : NULL;
+	if (s) {
+		*dest_pid = s->pid;
+		*dest_epoch = s->epoch;
+	}
+	return s != NULL;
+}
+
+void proxy_pidmap_learn(struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t dest_pid, int16_t dest_epoch)
+{
+	struct pm_slot *s = table_put(&m->remap, pid, epoch);
+	s->pid = dest_pid;
+	s->epoch = dest_epoch;
+}
+
+size_t proxy_pidmap_size(const struct proxy_pidmap *m)
+{
+	return m ? m->remap.n : 0;
+}
+
+/* FNV-1a of a TransactionalId (the issued map keeps 8 bytes, not the string). */
+static uint64_t txn_tag(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
+	return h;
+}
+
+static struct proxy_pidmap *server_map(struct proxy_server *srv)
+{
+	if (!srv->pidmap)
+		srv->pidmap = proxy_pidmap_new(PROXY_PIDMAP_CAP);
+	return srv->pidmap;
+}
+
+/* ---- metrics and logs ------------------------------------------------------ */
+
+static struct metric *m_remapped, *m_refused, *m_requests[PROXY_PID_OUTCOME_COUNT];
+static const char *const outcome_names[PROXY_PID_OUTCOME_COUNT] = { "issued", "error", "malformed", "closed" };
+static struct proxy_log_limit remap_log, failed_log, refused_log;
+
+static void pidmap_metrics_init(void)
+{
+	static const struct metric_def defs[] = {
+		{ &m_remapped, METRIC_COUNTER, "syncgate_switch_producer_ids_remapped_total",
+		  "Idempotent record batches a switched sidecar forwarded under a producer id and epoch its "
+		  "broker issued to it instead of the client's." },
+		{ &m_refused, METRIC_COUNTER, "syncgate_switch_transactional_refused_total",
+		  "Produce requests a switched sidecar answered INVALID_PRODUCER_ID_MAPPING: a transactional "
+		  "batch of a producer id its broker did not issue through it." },
+	};
+	if (m_remapped)
+		return;
+	METRIC_DEFS_GET(defs);
+	metric_family_get(METRIC_COUNTER, "syncgate_switch_producer_id_requests_total",
+			  "InitProducerId requests a switched sidecar sent its broker for a client's idempotent "
+			  "producer, by how they ended.", NULL, "outcome", outcome_names, PROXY_PID_OUTCOME_COUNT,
+			  m_requests);
+}
+
+/* ---- the Produce path -------------------------------------------------------- */
+
+/* What an INTERNAL InitProducerId asks for (its e->raw; freed by its release). */
+struct pid_ask {
+	int64_t pid;
+	int16_t epoch;
+};
+
+static void ask_release(struct proxy_conn *c, struct proxy_entry *e)
+{
+	(void)c;
+	if (e->state == PROXY_ENTRY_IN_FLIGHT) {
+		pidmap_metrics_init();
+		metric_add(m_requests[PROXY_PID_CLOSED], 1);
+	}
+	free(e->raw);
+	e->raw = NULL;
+}
+
+int16_t proxy_pidmap_version(const struct proxy_conn *c)
+{
+	if (!c->init_pid_known)
+		return 2;
+	return c->init_pid_max > 5 ? 5 : c->init_pid_max;
+}
+
+static int ask(struct proxy_conn *c, int64_t pid, int16_t epoch)
+{
+	struct pid_ask *a = malloc(sizeof(*a));
+	struct codec_buf b;
+	codec_buf_init(&b, 256);
+	int16_t version = proxy_pidmap_version(c);
+	if (!a || codec_init_producer_id_request_frame(version, -1, "syncgate", PROXY_PIDMAP_TXN_TIMEOUT_MS, &b) < 0 ||
+	    proxy_internal_send(c, b.data, b.len, CODEC_API_INIT_PRODUCER_ID, version) < 0) {
+		codec_buf_free(&b);
+		free(a);
+		return -1;
+	}
+	codec_buf_free(&b);
+	*a = (struct pid_ask){ .pid = pid, .epoch = epoch };
+	struct proxy_entry *e = TAILQ_LAST(&c->fifo, proxy_fifo); /* the INTERNAL entry just queued */
+	e->raw = (uint8_t *)a;
+	e->release = ask_release;
+	c->pid_wait = true;
+	LOG_D("producer_id_ask", "conn=%llu producer_id=%lld epoch=%d version=%d", (unsigned long long)c->id,
+	      (long long)pid, epoch, version);
+	return 0;
+}
+
+static int32_t be32(const uint8_t *p)
+{
+	return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+static int64_t be64(const uint8_t *p)
+{
+	return (int64_t)((uint64_t)(uint32_t)be32(p) << 32 | (uint32_t)be32(p + 4));
+}
+
+/* How the batches of a request stand. */
+struct walk {
+	bool rewrite;           /* pass 2: rewrite the idempotent batches */
+	bool unmapped;          /* an idempotent key with no destination id yet (the first: below) */
+	int64_t want_pid;
+	int16_t want_epoch;
+	bool refused;           /* a transactional batch of an id not issued here */
+	int64_t refused_pid;
+	size_t rewritten;
+};
+
+/*
+ * Walk the batches of one partition's records (`rec`, `n` bytes, contiguous
+ * and writable). -1: not a well-formed RecordBatch v2 (the connection closes).
+ */
+static int walk_records(struct proxy_server *srv, uint8_t *rec, size_t n, const char *txn_id, struct walk *w)
+{
+	for (size_t off = 0; off < n;) {
+		uint8_t *b = rec + off;
+		if (n - off < CODEC_BATCH_HEADER_LEN)
+			return -1;
+		if (b[CODEC_BATCH_MAGIC_AT] != 2)
+			return 0; /* a legacy message set: no producer id; the broker refuses it */
+		int32_t blen = be32(b + CODEC_BATCH_LENGTH_AT);
+		if (blen < 0 || (size_t)blen > n - off - 12)
+			return -1;
+		size_t total = (size_t)blen + 12;
+		off += total;
+		int64_t pid = be64(b + CODEC_BATCH_PRODUCER_ID_AT);
+		int16_t epoch = (int16_t)(b[CODEC_BATCH_EPOCH_AT] << 8 | b[CODEC_BATCH_EPOCH_AT + 1]);
+		int16_t attrs = (int16_t)(b[CODEC_BATCH_ATTRIBUTES_AT] << 8 | b[CODEC_BATCH_ATTRIBUTES_AT + 1]);
+		if (pid < 0)
+			continue; /* not idempotent: passes unchanged */
+		if (codec_batch_check(b, total) != CODEC_OK)
+			return -1;
+		if (attrs & TXN_BIT) {
+			const struct pm_slot *s = table_get(&srv->pidmap->issued, pid, 0);
+			if (!s || !txn_id || s->tag != txn_tag(txn_id)) {
+				w->refused = true;
+				w->refused_pid = pid;
+			}
+			continue;
+		}
+		int64_t dest_pid;
+		int16_t dest_epoch;
+		if (!proxy_pidmap_lookup(srv->pidmap, pid, epoch, &dest_pid, &dest_epoch)) {
+			if (!w->unmapped) {
+				w->unmapped = true;
+				w->want_pid = pid;
+				w->want_epoch = epoch;
+			}
+			continue;
+		}
+		if (w->rewrite) {
+			if (codec_batch_set_producer(b, total, dest_pid, dest_epoch) != CODEC_OK)
+				return -1;
+			w->rewritten++;
+		}
+	}
+	return 0;
+}
+
+static int walk_request(struct proxy_server *srv, uint8_t *body, const struct codec_produce_request *req,
+			struct walk *w)
+{
+	for (size_t t = 0; t < req->ntopics; t++)
+		for (size_t p = 0; p < req->topics[t].npartitions; p++) {
+			struct codec_slice s = req->topics[t].partitions[p].records;
+			if (s.len > 0 && walk_records(srv, body + s.off, (size_t)s.len, req->transactional_id, w) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* The Produce response refusing every partition of `req` with `code`, as a READY entry. */
+static int answer_all(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+		      const struct codec_produce_request *req, int16_t code, const char *msg)
+{
+	struct codec_produce_response resp = { 0 };
+	int rc = -1;
+	resp.topics = calloc(req->ntopics ? req->ntopics : 1, sizeof(*resp.topics));
+	if (!resp.topics)
+		return -1;
+	resp.ntopics = req->ntopics;
+	for (size_t t = 0; t < req->ntopics; t++) {
+		const struct codec_produce_topic_req *rt = &req->topics[t];
+		struct codec_produce_topic_resp *ot = &resp.topics[t];
+		if (rt->name && !(ot->name = strdup(rt->name)))
+			goto out;
+		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
+		ot->partitions = calloc(rt->npartitions ? rt->npartitions : 1, sizeof(*ot->partitions));
+		if (!ot->partitions)
+			goto out;
+		ot->npartitions = rt->npartitions;
+		for (size_t p = 0; p < rt->npartitions; p++) {
+			ot->partitions[p].index = rt->partitions[p].index;
+			if (codec_produce_partition_fail(&ot->partitions[p], code, msg) < 0)
+				goto out;
+		}
+	}
+	struct codec_buf body;
+	codec_buf_init(&body, (size_t)c->srv->conf->max_frame_bytes);
+	if (codec_produce_response_encode(&resp, wire_version, &body) != CODEC_OK) {
+		codec_buf_free(&body);
+		goto out;
+	}
+	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+	if (!e || !(e->out = evbuffer_new())) {
+		codec_buf_free(&body);
+		goto out;
+	}
+	e->correlation_id = h->correlation_id;
+	e->api_key = h->api_key;
+	e->client_version = h->api_version;
+	e->api_version = wire_version;
+	/* response header: CorrelationId, then (v1, flexible) empty tagged fields */
+	bool flexible = codec_response_header_version(h->api_key, wire_version) >= 1;
+	size_t len = 4 + (flexible ? 1 : 0) + body.len;
+	uint32_t corr = (uint32_t)h->correlation_id;
+	uint8_t pre[9] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
+			   (uint8_t)(corr >> 24), (uint8_t)(corr >> 16), (uint8_t)(corr >> 8), (uint8_t)corr, 0 };
+	evbuffer_add(e->out, pre, flexible ? 9 : 8);
+	evbuffer_add(e->out, body.data, body.len);
+	codec_buf_free(&body);
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
+	rc = 0;
+out:
+	codec_produce_response_free(&resp);
+	return rc;
+}
+
+static int refuse_transactional(struct proxy_conn *c, struct evbuffer *in, size_t len,
+				const struct codec_request_header *h, int16_t wire_version,
+				const struct codec_produce_request *req, int64_t pid)
+{
+	pidmap_metrics_init();
+	metric_add(m_refused, 1);
+	uint64_t suppressed = 0;
+	if (proxy_log_allow(&refused_log, mirror_now_ms(), &suppressed))
+		LOG_W("transactional_producer_id_refused", "conn=%llu peer=%s producer_id=%lld transactional_id=%s "
+		      "acks=%d action=%s suppressed=%llu reason=\"a transactional batch of a producer id this "
+		      "cluster did not issue through this sidecar since the switch\"", (unsigned long long)c->id,
+		      c->peer, (long long)pid, req->transactional_id ? req->transactional_id : "-", req->acks,
+		      req->acks == 0 ? "close (acks=0: no response to refuse with)"
+				     : "refused INVALID_PRODUCER_ID_MAPPING",
+		      (unsigned long long)suppressed);
+	if (req->acks == 0)
+		return -1;
+	if (answer_all(c, h, wire_version, req, CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING,
+		       "syncgate: this sidecar now serves another cluster, which did not issue this producer id; "
+		       "initialise the transactional producer again") < 0)
+		return -1;
+	evbuffer_drain(in, len + 4);
+	proxy_fifo_flush(c);
+	return 2;
+}
+
+int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
+			 const struct codec_request_header *h, int16_t wire_version,
+			 const struct codec_produce_request *req)
+{
+	struct proxy_server *srv = c->srv;
+	if (!srv->switched)
+		return 0;
+	bool records = false;
+	for (size_t t = 0; t < req->ntopics && !records; t++)
+		for (size_t p = 0; p < req->topics[t].npartitions && !records; p++)
+			records = req->topics[t].partitions[p].records.len > 0;
+	if (!records)
+		return 0;
+	if (!server_map(srv))
+		return -1;
+	uint8_t *frame = evbuffer_pullup(in, (ssize_t)len + 4); /* batches are rewritten in place */
+	if (!frame)
+		return -1;
+	uint8_t *body = frame + 4 + h->len;
+	struct walk w = { 0 };
+	if (walk_request(srv, body, req, &w) < 0) {
+		uint64_t suppressed = 0;
+		if (proxy_log_allow(&proxy_malformed_log, mirror_now_ms(), &suppressed))
+			LOG_W("request_malformed", "conn=%llu peer=%s api=Produce version=%d error=\"a record batch "
+			      "with a producer id is not a valid RecordBatch v2 (length, CRC-32C): its producer id "
+			      "cannot be rewritten\" suppressed=%llu", (unsigned long long)c->id, c->peer,
+			      h->api_version, (unsigned long long)suppressed);
+		return -1;
+	}
+	if (w.refused)
+		return refuse_transactional(c, in, len, h, wire_version, req, w.refused_pid);
+	if (w.unmapped)
+		return ask(c, w.want_pid, w.want_epoch) < 0 ? -1 : 1;
+	w.rewrite = true;
+	if (walk_request(srv, body, req, &w) < 0)
+		return -1;
+	if (w.rewritten) {
+		pidmap_metrics_init();
+		metric_add(m_remapped, (double)w.rewritten);
+	}
+	return 0;
+}
+
+/* The waiting Produce is handled again (the client framing loop, deferred). */
+static void resume(struct proxy_conn *c)
+{
+	c->pid_wait = false;
+	if (!c->client)
+		return;
+	c->ops->update_flow(c);
+	if (evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
+		bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
+}
+
+void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov)
+{
+	pidmap_metrics_init();
+	const struct pid_ask *a = (const struct pid_ask *)e->raw;
+	struct codec_init_producer_id_response r = { 0 };
+	enum codec_err err = niov < 0 ? CODEC_ERR_BAD_MSG
+				      : codec_init_producer_id_response_decode(iov, niov, e->api_version, &r);
+	enum proxy_pid_outcome outcome = err != CODEC_OK ? PROXY_PID_MALFORMED
+					 : r.error_code != 0 || r.producer_id < 0 ? PROXY_PID_ERROR
+					 : PROXY_PID_ISSUED;
+	metric_add(m_requests[outcome], 1);
+	if (outcome == PROXY_PID_ISSUED && a && server_map(c->srv)) {
+		proxy_pidmap_learn(c->srv->pidmap, a->pid, a->epoch, r.producer_id, r.producer_epoch);
+		uint64_t suppressed = 0;
+		if (proxy_log_allow(&remap_log, mirror_now_ms(), &suppressed))
+			LOG_I("producer_id_remapped", "conn=%llu peer=%s producer_id=%lld epoch=%d "
+			      "dest_producer_id=%lld dest_epoch=%d suppressed=%llu reason=\"switched: the client's "
+			      "idempotent batches go out under a producer id this cluster issued\"",
+			      (unsigned long long)c->id, c->peer, (long long)a->pid, a->epoch,
+			      (long long)r.producer_id, r.producer_epoch, (unsigned long long)suppressed);
+		codec_init_producer_id_response_free(&r);
+		resume(c);
+		return;
+	}
+	uint64_t suppressed = 0;
+	if (proxy_log_allow(&failed_log, mirror_now_ms(), &suppressed))
+		LOG_W("producer_id_request_failed", "conn=%llu peer=%s producer_id=%lld epoch=%d outcome=%s "
+		      "error_code=%d decode=%s suppressed=%llu action=\"close the connection: the Produce waiting "
+		      "for it is never forwarded with the client's producer id; the client retries\"",
+		      (unsigned long long)c->id, c->peer, a ? (long long)a->pid : -1LL, a ? a->epoch : -1,
+		      outcome_names[outcome], err == CODEC_OK ? r.error_code : -1, codec_err_str(err),
+		      (unsigned long long)suppressed);
+	codec_init_producer_id_response_free(&r);
+	c->pid_wait = true; /* nothing more of the client is handled */
+	c->ops->close(c, outcome == PROXY_PID_ERROR ? PROXY_CLOSE_PRODUCER_ID_REFUSED
+						     : PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED);
+}
+
+/* ---- transactional ids issued through this sidecar --------------------------- */
+
+/* A client's InitProducerId with a TransactionalId: its e->raw (freed by its release). */
+struct txn_ask {
+	uint64_t tag;
+};
+
+static void txn_release(struct proxy_conn *c, struct proxy_entry *e)
+{
+	(void)c;
+	free(e->raw);
+	e->raw = NULL;
+}
+
+int proxy_pidmap_init_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
+			      const struct codec_request_header *h)
+{
+	if (!c->srv->switched || h->api_version > 5)
+		return 0;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 4 + h->len, len - h->len, iov, PROXY_MAX_IOV);
+	struct codec_init_producer_id_request m = { 0 };
+	if (niov < 0 || codec_init_producer_id_request_decode(iov, niov, h->api_version, &m) != CODEC_OK ||
+	    !m.transactional_id) {
+		codec_init_producer_id_request_free(&m); /* unreadable: the broker answers it; nothing issued here */
+		return 0;
+	}
+	struct txn_ask *t = malloc(sizeof(*t));
+	if (!t) {
+		codec_init_producer_id_request_free(&m);
+		return -1;
+	}
+	t->tag = txn_tag(m.transactional_id);
+	codec_init_producer_id_request_free(&m);
+	e->raw = (uint8_t *)t;
+	e->release = txn_release;
+	return 0;
+}
+
+bool proxy_pidmap_reads_response(const struct proxy_entry *e)
+{
+	return e->kind == PROXY_ENTRY_KAFKA && e->api_key == CODEC_API_INIT_PRODUCER_ID && e->raw;
+}
+
+void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov)
+{
+	const struct txn_ask *t = (const struct txn_ask *)e->raw;
+	struct codec_init_producer_id_response r = { 0 };
+	if (t && codec_init_producer_id_response_decode(iov, niov, e->api_version, &r) == CODEC_OK &&
+	    r.error_code == 0 && r.producer_id >= 0 && server_map(c->srv)) {
+		table_put(&c->srv->pidmap->issued, r.producer_id, 0)->tag = t->tag;
+		LOG_D("producer_id_issued", "conn=%llu producer_id=%lld epoch=%d", (unsigned long long)c->id,
+		      (long long)r.producer_id, r.producer_epoch);
+	}
+	codec_init_producer_id_response_free(&r);
+}

@@ -1,0 +1,118 @@
+/*
+ * pidmap.h — producer ids on a switched sidecar (private to libsgproxy and
+ * its unit tests; included by datapath.h). After the switch a sidecar never
+ * forwards a producer id its broker (the destination) did not issue
+ * (docs/switchover.md "Producer state"): an idempotent batch is rewritten to
+ * a producer id and epoch the sidecar asked its own broker for
+ * (InitProducerId on the client's upstream connection, ahead of the
+ * Produce); a transactional batch passes only under a producer id the
+ * broker issued to that TransactionalId through this sidecar, else the
+ * Produce is refused INVALID_PRODUCER_ID_MAPPING. Loop thread.
+ */
+#ifndef SYNCGATE_PROXY_PIDMAP_H
+#define SYNCGATE_PROXY_PIDMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct proxy_server;
+struct proxy_conn;
+struct proxy_entry;
+struct evbuffer;
+struct codec_iov;
+struct codec_request_header;
+struct codec_produce_request;
+
+/* Keys each of the server's two maps keeps (oldest evicted past it). */
+#define PROXY_PIDMAP_CAP 65536
+/* TransactionTimeoutMs of syncgate's own InitProducerId (ignored by the
+ * broker without a TransactionalId; the Java producer's default). */
+#define PROXY_PIDMAP_TXN_TIMEOUT_MS 60000
+
+/** How one InitProducerId that syncgate sent its broker ended (the metric's `outcome`). */
+enum proxy_pid_outcome {
+	PROXY_PID_ISSUED,      /* a producer id and epoch: the waiting Produce goes on rewritten */
+	PROXY_PID_ERROR,       /* the broker answered an error code: the connection closes */
+	PROXY_PID_MALFORMED,   /* the answer could not be read: the connection closes */
+	PROXY_PID_CLOSED,      /* the connection closed before the answer came */
+	PROXY_PID_OUTCOME_COUNT
+};
+
+/**
+ * The server's producer-id state: (client producer id, epoch) → the
+ * destination-issued (producer id, epoch) its idempotent batches go out
+ * under, and destination-issued producer id → the TransactionalId it was
+ * issued to. Each bounded to `cap` keys, the oldest evicted (a later batch
+ * of an evicted key gets a fresh id: a retry may then be appended twice,
+ * never lost; an evicted transactional id is refused until its producer
+ * initialises again). NULL on ENOMEM. Free with proxy_pidmap_free (NULL ok).
+ */
+struct proxy_pidmap *proxy_pidmap_new(size_t cap);
+void proxy_pidmap_free(struct proxy_pidmap *m);
+
+/**
+ * Remap lookup: the destination producer id and epoch for a client's
+ * (`pid`, `epoch`). True when known. Pure.
+ */
+bool proxy_pidmap_lookup(const struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t *dest_pid,
+			 int16_t *dest_epoch);
+/** Remember (`pid`, `epoch`) → (`dest_pid`, `dest_epoch`), evicting the oldest key when full. */
+void proxy_pidmap_learn(struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t dest_pid, int16_t dest_epoch);
+/** Keys in the remap map (tests). */
+size_t proxy_pidmap_size(const struct proxy_pidmap *m);
+
+/**
+ * A Produce on a switched sidecar (srv->switched), after the fence and
+ * before anything is forwarded; `in` holds the whole frame (`len` body
+ * bytes), `req` is its decoded request. Returns
+ *   0 — go on: no producer id to rewrite, or every idempotent batch now
+ *       carries its destination-issued id and epoch (CRC-32C recomputed in
+ *       place); transactional batches are of an id the broker issued;
+ *   1 — the frame stays in `in` unconsumed: an InitProducerId went
+ *       upstream ahead of it (INTERNAL entry) and c->pid_wait stops the
+ *       connection's client framing until the answer
+ *       (proxy_pidmap_answer), which handles the frame anew;
+ *   2 — answered without forwarding (a transactional batch of an id not
+ *       issued here: INVALID_PRODUCER_ID_MAPPING on every partition), the
+ *       frame consumed;
+ *  -1 — close the connection (a batch that is not a valid RecordBatch v2, a
+ *       refused acks=0 request, ENOMEM).
+ * Not switched: 0 at once, nothing looked at.
+ */
+int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
+			 const struct codec_request_header *h, int16_t wire_version,
+			 const struct codec_produce_request *req);
+
+/**
+ * The broker's answer to syncgate's own InitProducerId (an INTERNAL entry
+ * of `c`; `iov` its body): learn the mapping and let the waiting Produce be
+ * handled again; on an error or an unreadable answer the connection closes
+ * (the Produce is never forwarded with the client's id) and a WARN says why.
+ */
+void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov);
+
+/**
+ * A client's own InitProducerId request (`in`: the whole frame, `len` body
+ * bytes) on a switched sidecar: when it names a TransactionalId, `e` keeps
+ * it so its response is read (proxy_pidmap_issued). 0, or -1 on ENOMEM.
+ */
+int proxy_pidmap_init_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
+			      const struct codec_request_header *h);
+/** Whether the response to `e` is read for an issued transactional id. */
+bool proxy_pidmap_reads_response(const struct proxy_entry *e);
+/**
+ * The response to a client's InitProducerId kept by
+ * proxy_pidmap_init_request (`iov` its body): an issued producer id is
+ * recorded for the TransactionalId. The response passes unchanged.
+ */
+void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov);
+
+/**
+ * The InitProducerId version syncgate sends on `c`: the highest of v0–v5
+ * the broker's ApiVersions answer on this connection allowed
+ * (c->init_pid_max, learnt by response.c), v2 before any was seen.
+ */
+int16_t proxy_pidmap_version(const struct proxy_conn *c);
+
+#endif
