@@ -122,7 +122,9 @@ struct proxy_entry {
 	uint8_t *raw;                          /* the broker's response frame body (header
 						* included), decoded again at release; owned.
 						* INTERNAL TopicId lookup: the ids it asks
-						* (topic_lookup.c, freed by its release) */
+						* (topic_lookup.c, freed by its release);
+						* InitProducerId: what pidmap.c keeps for its
+						* answer (freed by its release) */
 	uint32_t raw_len, hdr_len;
 	struct mirror_wait_part *parts;        /* owned; topic names borrowed from `produce` or
 						* the TopicId map; followed in the same allocation
@@ -316,6 +318,8 @@ struct proxy_conn {
 	bool pid_wait;                 /* switched: a Produce waits unread in the client input for
 					* syncgate's own InitProducerId (pidmap.c): no client frame
 					* is handled (nor read) until its answer */
+	bool pid_again;                /* that answer came: the next frame handled is the same
+					* Produce again (request.c does not count it twice) */
 	bool init_pid_known;           /* init_pid_max was learnt */
 	int16_t init_pid_max;          /* the broker's highest InitProducerId version (its ApiVersions
 					* answer on this connection, response.c) */

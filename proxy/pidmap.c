@@ -491,6 +491,7 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 static void resume(struct proxy_conn *c)
 {
 	c->pid_wait = false;
+	c->pid_again = true;
 	if (!c->client)
 		return;
 	c->ops->update_flow(c);

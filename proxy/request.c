@@ -220,7 +220,10 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	struct codec_iov iov[PROXY_MAX_IOV];
 	struct codec_request_header h;
 	request_metrics_init();
-	metric_add(m_bytes_in, (double)len + 4);
+	bool again = c->pid_again; /* a Produce handled again after its InitProducerId (pidmap.c) */
+	c->pid_again = false;
+	if (!again)
+		metric_add(m_bytes_in, (double)len + 4);
 
 	/* the header is small: look at its first bytes only */
 	size_t peek = len < 512 ? len : 512;
@@ -261,7 +264,8 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	proxy_client_note(c, in, len, &h, iov, niov);
 	if (h.api_key == CODEC_API_PRODUCE) {
-		metric_add(m_frames[0], 1);
+		if (!again)
+			metric_add(m_frames[0], 1);
 		return handle_produce(c, in, len, &h);
 	}
 	metric_add(m_frames[1], 1);

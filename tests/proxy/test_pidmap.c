@@ -267,6 +267,7 @@ Test(pidmap, idempotent_batch_waits_for_init_producer_id_then_goes_out_rewritten
 	switched_pair(&f);
 	double issued0 = counter("syncgate_switch_producer_id_requests_total", "outcome=\"issued\"");
 	double remapped0 = counter("syncgate_switch_producer_ids_remapped_total", "");
+	double produces0 = counter("syncgate_requests_total", "api=\"Produce\"");
 	struct codec_buf p = PAIR_FLEX_BUF, hb = PAIR_BUF, both = PAIR_BUF;
 	size_t at = produce_v9(&p, 11, NULL, 7, 0, 0, false, 40);
 	heartbeat(&hb, 12);
@@ -303,6 +304,8 @@ Test(pidmap, idempotent_batch_waits_for_init_producer_id_then_goes_out_rewritten
 	cr_assert(eq(sz, proxy_pidmap_size(f.srv.pidmap), 1));
 	cr_assert(eq(dbl, counter("syncgate_switch_producer_id_requests_total", "outcome=\"issued\""), issued0 + 1));
 	cr_assert(eq(dbl, counter("syncgate_switch_producer_ids_remapped_total", ""), remapped0 + 1));
+	cr_assert(eq(dbl, counter("syncgate_requests_total", "api=\"Produce\""), produces0 + 1),
+		  "handled twice, counted once");
 
 	/* the broker answers both: the client gets them in order, never the InitProducerId answer */
 	struct codec_buf r = PAIR_BUF;
