@@ -26,9 +26,10 @@ struct codec_produce_request;
 
 /* Keys each of the server's two maps keeps (oldest evicted past it). */
 #define PROXY_PIDMAP_CAP 65536
-/* TransactionTimeoutMs of syncgate's own InitProducerId (ignored by the
- * broker without a TransactionalId; the Java producer's default). */
-#define PROXY_PIDMAP_TXN_TIMEOUT_MS 60000
+/* TransactionTimeoutMs of syncgate's own InitProducerId: what the Java
+ * producer sends without a TransactionalId (the broker does not check it
+ * then; tests/codec/golden/java/init_producer_id_req_v5.hex, captured). */
+#define PROXY_PIDMAP_TXN_TIMEOUT_MS INT32_MAX
 
 /** How one InitProducerId that syncgate sent its broker ended (the metric's `outcome`). */
 enum proxy_pid_outcome {

@@ -225,6 +225,18 @@ public class GenGolden {
 		}
 	}
 
+	static void initProducerId() throws Exception {
+		ApiKeys k = ApiKeys.INIT_PRODUCER_ID;
+		for (short v = 0; v <= 5; v++) {
+			InitProducerIdRequestData req = new InitProducerIdRequestData().setTransactionalId("golden-txn")
+				.setTransactionTimeoutMs(60000);
+			if (v >= 3) req.setProducerId(4242L).setProducerEpoch((short) 7);
+			put("init_producer_id", k, v, true, req);
+			put("init_producer_id", k, v, false, new InitProducerIdResponseData().setThrottleTimeMs(5)
+				.setErrorCode((short) 0).setProducerId(1000001L).setProducerEpoch((short) 3));
+		}
+	}
+
 	static void apiVersions() throws Exception {
 		ApiKeys k = ApiKeys.API_VERSIONS;
 		for (short v = 0; v <= 4; v++) {
@@ -311,6 +323,7 @@ public class GenGolden {
 		metadata();
 		findCoordinator();
 		describeCluster();
+		initProducerId();
 		apiVersions();
 		listOffsets();
 		share();
