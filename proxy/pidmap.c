@@ -12,7 +12,9 @@
  *     bit 4 clear) is rewritten to a (producer id, epoch) the sidecar asked
  *     its broker for — even one whose id the destination issued to the
  *     client itself (a fresh id is unique there; it costs one InitProducerId).
- *     Per (client id, client epoch) one InitProducerId, sent as an INTERNAL
+ *     Per (client, client id, client epoch) one InitProducerId — the client
+ *     told apart by its ClientId and host (proxy_pidmap_client: a source id
+ *     may equal one the destination issued to another client) — sent as an INTERNAL
  *     entry on the client's own upstream connection (the client's SASL
  *     identity) ahead of the Produce, which stays unread in the client input
  *     (c->pid_wait) until the answer. Retries of a batch go out under the same
@@ -46,6 +48,7 @@
 /* One key → value, in a ring kept in insertion order (the oldest evicted). */
 struct pm_slot {
 	int64_t key;       /* client producer id (remap), destination producer id (issued) */
+	uint64_t key_client; /* who the client is (remap: client_ident()); 0 (issued) */
 	int16_t key_epoch; /* client epoch (remap); 0 (issued) */
 	int16_t epoch;     /* destination epoch (remap); unused (issued) */
 	int64_t pid;       /* destination producer id (remap); unused (issued) */
@@ -64,9 +67,10 @@ struct proxy_pidmap {
 	struct pm_table issued; /* destination pid → TransactionalId hash */
 };
 
-static uint64_t mix(int64_t key, int16_t epoch)
+static uint64_t mix(int64_t key, int16_t epoch, uint64_t client)
 {
-	uint64_t x = (uint64_t)key ^ ((uint64_t)(uint16_t)epoch << 48) ^ 0x9e3779b97f4a7c15ull;
+	uint64_t x = (uint64_t)key ^ ((uint64_t)(uint16_t)epoch << 48) ^ client * 0x9e3779b97f4a7c15ull ^
+		     0x9e3779b97f4a7c15ull;
 	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
 	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
 	return x ^ (x >> 31);
@@ -86,22 +90,22 @@ static int table_init(struct pm_table *t, size_t cap)
 }
 
 /* The index slot holding (key, epoch), or the empty slot where it would go. */
-static size_t table_find(const struct pm_table *t, int64_t key, int16_t epoch)
+static size_t table_find(const struct pm_table *t, int64_t key, int16_t epoch, uint64_t client)
 {
-	size_t i = (size_t)mix(key, epoch) & t->mask;
+	size_t i = (size_t)mix(key, epoch, client) & t->mask;
 	for (; t->index[i]; i = (i + 1) & t->mask) {
 		const struct pm_slot *s = &t->ring[t->index[i] - 1];
-		if (s->key == key && s->key_epoch == epoch)
+		if (s->key == key && s->key_epoch == epoch && s->key_client == client)
 			break;
 	}
 	return i;
 }
 
-static const struct pm_slot *table_get(const struct pm_table *t, int64_t key, int16_t epoch)
+static const struct pm_slot *table_get(const struct pm_table *t, int64_t key, int16_t epoch, uint64_t client)
 {
 	if (!t->ring)
 		return NULL;
-	size_t i = table_find(t, key, epoch);
+	size_t i = table_find(t, key, epoch, client);
 	return t->index[i] ? &t->ring[t->index[i] - 1] : NULL;
 }
 
@@ -111,7 +115,7 @@ static void index_delete(struct pm_table *t, size_t i)
 	t->index[i] = 0;
 	for (size_t j = (i + 1) & t->mask; t->index[j]; j = (j + 1) & t->mask) {
 		const struct pm_slot *s = &t->ring[t->index[j] - 1];
-		size_t home = (size_t)mix(s->key, s->key_epoch) & t->mask;
+		size_t home = (size_t)mix(s->key, s->key_epoch, s->key_client) & t->mask;
 		/* j's entry may move to i when its home is not cyclically in (i, j] */
 		bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
 		if (!stays) {
@@ -123,21 +127,21 @@ static void index_delete(struct pm_table *t, size_t i)
 }
 
 /* The slot for (key, epoch): found, or a new one (the oldest evicted when full). */
-static struct pm_slot *table_put(struct pm_table *t, int64_t key, int16_t epoch)
+static struct pm_slot *table_put(struct pm_table *t, int64_t key, int16_t epoch, uint64_t client)
 {
-	size_t i = table_find(t, key, epoch);
+	size_t i = table_find(t, key, epoch, client);
 	if (t->index[i])
 		return &t->ring[t->index[i] - 1];
 	if (t->n == t->cap) {
 		struct pm_slot *old = &t->ring[t->head];
-		index_delete(t, table_find(t, old->key, old->key_epoch));
+		index_delete(t, table_find(t, old->key, old->key_epoch, old->key_client));
 		t->head = (t->head + 1) % t->cap;
 		t->n--;
-		i = table_find(t, key, epoch); /* the shift may have moved the empty slot */
+		i = table_find(t, key, epoch, client); /* the shift may have moved the empty slot */
 	}
 	size_t r = (t->head + t->n) % t->cap;
 	t->n++;
-	t->ring[r] = (struct pm_slot){ .key = key, .key_epoch = epoch };
+	t->ring[r] = (struct pm_slot){ .key = key, .key_epoch = epoch, .key_client = client };
 	t->index[i] = (uint32_t)r + 1;
 	return &t->ring[r];
 }
@@ -164,10 +168,10 @@ void proxy_pidmap_free(struct proxy_pidmap *m)
 	free(m);
 }
 
-bool proxy_pidmap_lookup(const struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t *dest_pid,
-			 int16_t *dest_epoch)
+bool proxy_pidmap_lookup(const struct proxy_pidmap *m, uint64_t client, int64_t pid, int16_t epoch,
+			 int64_t *dest_pid, int16_t *dest_epoch)
 {
-	const struct pm_slot *s = m ? table_get(&m->remap, pid, epoch) : NULL;
+	const struct pm_slot *s = m ? table_get(&m->remap, pid, epoch, client) : NULL;
 	if (s) {
 		*dest_pid = s->pid;
 		*dest_epoch = s->epoch;
@@ -175,9 +179,10 @@ bool proxy_pidmap_lookup(const struct proxy_pidmap *m, int64_t pid, int16_t epoc
 	return s != NULL;
 }
 
-void proxy_pidmap_learn(struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t dest_pid, int16_t dest_epoch)
+void proxy_pidmap_learn(struct proxy_pidmap *m, uint64_t client, int64_t pid, int16_t epoch, int64_t dest_pid,
+			int16_t dest_epoch)
 {
-	struct pm_slot *s = table_put(&m->remap, pid, epoch);
+	struct pm_slot *s = table_put(&m->remap, pid, epoch, client);
 	s->pid = dest_pid;
 	s->epoch = dest_epoch;
 }
@@ -187,13 +192,26 @@ size_t proxy_pidmap_size(const struct proxy_pidmap *m)
 	return m ? m->remap.n : 0;
 }
 
-/* FNV-1a of a TransactionalId (the issued map keeps 8 bytes, not the string). */
+/* FNV-1a over `n` bytes, continuing `h` (0xcbf29ce484222325 to start). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (const uint8_t *b = p; n--; b++)
+		h = (h ^ *b) * 0x100000001b3ull;
+	return h;
+}
+
+/* A TransactionalId's hash (the issued map keeps 8 bytes, not the string). */
 static uint64_t txn_tag(const char *s)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
-	return h;
+	return fnv(0xcbf29ce484222325ull, s, strlen(s));
+}
+
+uint64_t proxy_pidmap_client(const char *client_id, size_t len, const char *peer)
+{
+	const char *colon = strrchr(peer, ':');
+	uint64_t h = fnv(0xcbf29ce484222325ull, client_id, len);
+	h = fnv(h, "", 1);
+	return fnv(h, peer, colon ? (size_t)(colon - peer) : strlen(peer));
 }
 
 static struct proxy_pidmap *server_map(struct proxy_server *srv)
@@ -232,6 +250,7 @@ static void pidmap_metrics_init(void)
 
 /* What an INTERNAL InitProducerId asks for (its e->raw; freed by its release). */
 struct pid_ask {
+	uint64_t client;
 	int64_t pid;
 	int16_t epoch;
 };
@@ -254,7 +273,7 @@ int16_t proxy_pidmap_version(const struct proxy_conn *c)
 	return c->init_pid_max > 5 ? 5 : c->init_pid_max;
 }
 
-static int ask(struct proxy_conn *c, int64_t pid, int16_t epoch)
+static int ask(struct proxy_conn *c, uint64_t client, int64_t pid, int16_t epoch)
 {
 	struct pid_ask *a = malloc(sizeof(*a));
 	struct codec_buf b;
@@ -267,7 +286,7 @@ static int ask(struct proxy_conn *c, int64_t pid, int16_t epoch)
 		return -1;
 	}
 	codec_buf_free(&b);
-	*a = (struct pid_ask){ .pid = pid, .epoch = epoch };
+	*a = (struct pid_ask){ .client = client, .pid = pid, .epoch = epoch };
 	struct proxy_entry *e = TAILQ_LAST(&c->fifo, proxy_fifo); /* the INTERNAL entry just queued */
 	e->raw = (uint8_t *)a;
 	e->release = ask_release;
@@ -289,6 +308,7 @@ static int64_t be64(const uint8_t *p)
 
 /* How the batches of a request stand. */
 struct walk {
+	uint64_t client;        /* proxy_pidmap_client() of the request's sender */
 	bool rewrite;           /* pass 2: rewrite the idempotent batches */
 	bool unmapped;          /* an idempotent key with no destination id yet (the first: below) */
 	int64_t want_pid;
@@ -323,7 +343,7 @@ static int walk_records(struct proxy_server *srv, uint8_t *rec, size_t n, const 
 		if (codec_batch_check(b, total) != CODEC_OK)
 			return -1;
 		if (attrs & TXN_BIT) {
-			const struct pm_slot *s = table_get(&srv->pidmap->issued, pid, 0);
+			const struct pm_slot *s = table_get(&srv->pidmap->issued, pid, 0, 0);
 			if (!s || !txn_id || s->tag != txn_tag(txn_id)) {
 				w->refused = true;
 				w->refused_pid = pid;
@@ -332,7 +352,7 @@ static int walk_records(struct proxy_server *srv, uint8_t *rec, size_t n, const 
 		}
 		int64_t dest_pid;
 		int16_t dest_epoch;
-		if (!proxy_pidmap_lookup(srv->pidmap, pid, epoch, &dest_pid, &dest_epoch)) {
+		if (!proxy_pidmap_lookup(srv->pidmap, w->client, pid, epoch, &dest_pid, &dest_epoch)) {
 			if (!w->unmapped) {
 				w->unmapped = true;
 				w->want_pid = pid;
@@ -464,6 +484,9 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		return -1;
 	uint8_t *body = frame + 4 + h->len;
 	struct walk w = { 0 };
+	const struct codec_slice *id = &h->client_id;
+	w.client = proxy_pidmap_client(id->len > 0 ? (const char *)frame + 4 + id->off : "",
+				       id->len > 0 ? (size_t)id->len : 0, c->peer);
 	if (walk_request(srv, body, req, &w) < 0) {
 		uint64_t suppressed = 0;
 		if (proxy_log_allow(&proxy_malformed_log, mirror_now_ms(), &suppressed))
@@ -476,7 +499,7 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 	if (w.refused)
 		return refuse_transactional(c, in, len, h, wire_version, req, w.refused_pid);
 	if (w.unmapped)
-		return ask(c, w.want_pid, w.want_epoch) < 0 ? -1 : 1;
+		return ask(c, w.client, w.want_pid, w.want_epoch) < 0 ? -1 : 1;
 	w.rewrite = true;
 	if (walk_request(srv, body, req, &w) < 0)
 		return -1;
@@ -511,7 +534,7 @@ void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const stru
 					 : PROXY_PID_ISSUED;
 	metric_add(m_requests[outcome], 1);
 	if (outcome == PROXY_PID_ISSUED && a && server_map(c->srv)) {
-		proxy_pidmap_learn(c->srv->pidmap, a->pid, a->epoch, r.producer_id, r.producer_epoch);
+		proxy_pidmap_learn(c->srv->pidmap, a->client, a->pid, a->epoch, r.producer_id, r.producer_epoch);
 		uint64_t suppressed = 0;
 		if (proxy_log_allow(&remap_log, mirror_now_ms(), &suppressed))
 			LOG_I("producer_id_remapped", "conn=%llu peer=%s producer_id=%lld epoch=%d "
@@ -587,7 +610,7 @@ void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const stru
 	struct codec_init_producer_id_response r = { 0 };
 	if (t && codec_init_producer_id_response_decode(iov, niov, e->api_version, &r) == CODEC_OK &&
 	    r.error_code == 0 && r.producer_id >= 0 && server_map(c->srv)) {
-		table_put(&c->srv->pidmap->issued, r.producer_id, 0)->tag = t->tag;
+		table_put(&c->srv->pidmap->issued, r.producer_id, 0, 0)->tag = t->tag;
 		LOG_D("producer_id_issued", "conn=%llu producer_id=%lld epoch=%d", (unsigned long long)c->id,
 		      (long long)r.producer_id, r.producer_epoch);
 	}

@@ -41,7 +41,7 @@ enum proxy_pid_outcome {
 };
 
 /**
- * The server's producer-id state: (client producer id, epoch) → the
+ * The server's producer-id state: (client, producer id, epoch) → the
  * destination-issued (producer id, epoch) its idempotent batches go out
  * under, and destination-issued producer id → the TransactionalId it was
  * issued to. Each bounded to `cap` keys, the oldest evicted (a later batch
@@ -53,13 +53,24 @@ struct proxy_pidmap *proxy_pidmap_new(size_t cap);
 void proxy_pidmap_free(struct proxy_pidmap *m);
 
 /**
- * Remap lookup: the destination producer id and epoch for a client's
+ * Who sent a batch, as the remap key tells clients apart: a hash of the
+ * request's ClientId (`len` bytes) and the peer's host (c->peer without its
+ * port). A producer id alone does not name one producer after the switch:
+ * a source-issued id may equal one the destination issued to another client
+ * through this sidecar (both usually at epoch 0), and one destination id for
+ * both would let one's batch be taken for the other's retry. A producer's
+ * retries come from the same host with the same ClientId. Pure.
+ */
+uint64_t proxy_pidmap_client(const char *client_id, size_t len, const char *peer);
+/**
+ * Remap lookup: the destination producer id and epoch for `client`'s
  * (`pid`, `epoch`). True when known. Pure.
  */
-bool proxy_pidmap_lookup(const struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t *dest_pid,
-			 int16_t *dest_epoch);
-/** Remember (`pid`, `epoch`) → (`dest_pid`, `dest_epoch`), evicting the oldest key when full. */
-void proxy_pidmap_learn(struct proxy_pidmap *m, int64_t pid, int16_t epoch, int64_t dest_pid, int16_t dest_epoch);
+bool proxy_pidmap_lookup(const struct proxy_pidmap *m, uint64_t client, int64_t pid, int16_t epoch,
+			 int64_t *dest_pid, int16_t *dest_epoch);
+/** Remember `client`'s (`pid`, `epoch`) → (`dest_pid`, `dest_epoch`), evicting the oldest key when full. */
+void proxy_pidmap_learn(struct proxy_pidmap *m, uint64_t client, int64_t pid, int16_t epoch, int64_t dest_pid,
+			int16_t dest_epoch);
 /** Keys in the remap map (tests). */
 size_t proxy_pidmap_size(const struct proxy_pidmap *m);
 

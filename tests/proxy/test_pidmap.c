@@ -239,23 +239,26 @@ Test(pidmap, bounded_map_evicts_the_oldest_and_keeps_every_other_key)
 	int16_t epoch;
 	/* 5000 keys through a map of 1000: each lookup agrees with what a FIFO of 1000 keeps */
 	for (int64_t k = 0; k < 5000; k++) {
-		proxy_pidmap_learn(m, k * 7919 % 4096, (int16_t)(k % 3), 100000 + k, (int16_t)(k % 5));
+		proxy_pidmap_learn(m, (uint64_t)(k % 2), k * 7919 % 4096, (int16_t)(k % 3), 100000 + k, (int16_t)(k % 5));
 		if (k % 97 == 0)
-			proxy_pidmap_learn(m, k * 7919 % 4096, (int16_t)(k % 3), 100000 + k, (int16_t)(k % 5)); /* again: no new key */
+			proxy_pidmap_learn(m, (uint64_t)(k % 2), k * 7919 % 4096, (int16_t)(k % 3), 100000 + k, (int16_t)(k % 5)); /* again: no new key */
 		cr_assert(le(sz, proxy_pidmap_size(m), 1000));
 	}
 	cr_assert(eq(sz, proxy_pidmap_size(m), 1000));
 	for (int64_t k = 0; k < 5000; k++) {
 		bool kept = k >= 4000;
 		/* (pid, epoch) keys repeat every 4096 * 3 steps: none repeats below 5000 */
-		cr_assert(eq(int, proxy_pidmap_lookup(m, k * 7919 % 4096, (int16_t)(k % 3), &pid, &epoch), kept),
+		cr_assert(eq(int, proxy_pidmap_lookup(m, (uint64_t)(k % 2), k * 7919 % 4096, (int16_t)(k % 3), &pid, &epoch), kept),
 			  "key %lld", (long long)k);
 		if (kept) {
 			cr_assert(eq(i64, pid, 100000 + k));
 			cr_assert(eq(i16, epoch, (int16_t)(k % 5)));
 		}
 	}
-	cr_assert_not(proxy_pidmap_lookup(m, 1, 9, &pid, &epoch), "another epoch is another key");
+	cr_assert_not(proxy_pidmap_lookup(m, 0, 4999 * 7919 % 4096, 9, &pid, &epoch), "another epoch is another key");
+	cr_assert_not(proxy_pidmap_lookup(m, 0, 4999 * 7919 % 4096, (int16_t)(4999 % 3), &pid, &epoch),
+		      "another client is another key");
+	cr_assert(proxy_pidmap_lookup(m, 1, 4999 * 7919 % 4096, (int16_t)(4999 % 3), &pid, &epoch));
 	proxy_pidmap_free(m);
 }
 
@@ -612,6 +615,42 @@ Test(pidmap, a_large_produce_is_read_whole_not_streamed_when_switched)
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 7000, 1);
 	free(up);
 	codec_buf_free(&p);
+	codec_buf_free(&a);
+	pair_fini(&f);
+}
+
+Test(pidmap, the_same_producer_id_of_two_clients_goes_out_under_two_ids)
+{
+	/* a source-issued id 7 and an id 7 the destination issued to another
+	 * client: never one destination id for both */
+	struct fixture f;
+	switched_pair(&f);
+	struct codec_buf p = PAIR_FLEX_BUF, q = PAIR_FLEX_BUF, a = PAIR_BUF;
+	size_t at = produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
+	produce_v9(&q, 2, NULL, 7, 0, 0, false, 10);
+	cr_assert_not(memcmp(q.data + 14, "java", 4));
+	memcpy(q.data + 14, "jav2", 4); /* ClientId */
+	uint8_t up[8192];
+	client_send(&f, &p);
+	cr_assert(gt(sz, drain(&f, f.up, up, sizeof(up)), 0));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	init_pid_answer(&a, 2, 0, 5000, 0);
+	broker_send(&f, &a);
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), p.len));
+	expect_rewritten(up + at, p.data + at, p.len - at - 3, 5000, 0);
+	answer_produce(&f, 1);
+	client_send(&f, &q);
+	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t offs[4];
+	cr_assert(eq(sz, split(up, n, offs, 4), 1));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "another client: its own id");
+	init_pid_answer(&a, 2, 0, 5001, 0);
+	broker_send(&f, &a);
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), q.len));
+	expect_rewritten(up + at, q.data + at, q.len - at - 3, 5001, 0);
+	cr_assert(eq(sz, proxy_pidmap_size(f.srv.pidmap), 2));
+	codec_buf_free(&p);
+	codec_buf_free(&q);
 	codec_buf_free(&a);
 	pair_fini(&f);
 }
