@@ -12,7 +12,7 @@
  *     bit 4 clear) is rewritten to a (producer id, epoch) the sidecar asked
  *     its broker for — even one whose id the destination issued to the
  *     client itself (a fresh id is unique there; it costs one InitProducerId).
- *     Per (client, client id, client epoch) one InitProducerId — the client
+ *     Per (client, producer id, epoch) one InitProducerId — the client
  *     told apart by its ClientId and host (proxy_pidmap_client: a source id
  *     may equal one the destination issued to another client) — sent as an INTERNAL
  *     entry on the client's own upstream connection (the client's SASL
