@@ -32,7 +32,7 @@
  * for it and every request behind it were never forwarded, and the client
  * retries them in order on a new connection (an error answer to the one
  * Produce would let the requests behind it go out first under a fresh id).
- * Loop thread.
+ * The bounded maps themselves: pidmap_map.c. Loop thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -42,155 +42,6 @@
 #include "proxy/security.h"
 
 #define TXN_BIT 0x10 /* RecordBatch attributes: transactional */
-
-/* ---- the bounded maps ------------------------------------------------------ */
-
-/* One key → value, in a ring kept in insertion order (the oldest evicted). */
-struct pm_slot {
-	int64_t key;       /* client producer id (remap), destination producer id (issued) */
-	uint64_t key_client; /* who the client is (remap: client_ident()); 0 (issued) */
-	int16_t key_epoch; /* client epoch (remap); 0 (issued) */
-	int16_t epoch;     /* destination epoch (remap); unused (issued) */
-	int64_t pid;       /* destination producer id (remap); unused (issued) */
-	uint64_t tag;      /* the TransactionalId's hash (issued) */
-};
-
-struct pm_table {
-	size_t cap, n, head;   /* ring capacity, keys, index of the oldest */
-	struct pm_slot *ring;
-	uint32_t *index;       /* open addressing, linear probing: ring index + 1, 0 empty */
-	size_t mask;           /* index slots - 1 (a power of two ≥ 2 cap) */
-};
-
-struct proxy_pidmap {
-	struct pm_table remap;  /* (client pid, epoch) → (destination pid, epoch) */
-	struct pm_table issued; /* destination pid → TransactionalId hash */
-};
-
-static uint64_t mix(int64_t key, int16_t epoch, uint64_t client)
-{
-	uint64_t x = (uint64_t)key ^ ((uint64_t)(uint16_t)epoch << 48) ^ client * 0x9e3779b97f4a7c15ull ^
-		     0x9e3779b97f4a7c15ull;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-	return x ^ (x >> 31);
-}
-
-static int table_init(struct pm_table *t, size_t cap)
-{
-	size_t slots = 2;
-	while (slots < 2 * cap)
-		slots <<= 1;
-	t->cap = cap;
-	t->n = t->head = 0;
-	t->mask = slots - 1;
-	t->ring = calloc(cap, sizeof(*t->ring));
-	t->index = calloc(slots, sizeof(*t->index));
-	return t->ring && t->index ? 0 : -1;
-}
-
-/* The index slot holding (key, epoch), or the empty slot where it would go. */
-static size_t table_find(const struct pm_table *t, int64_t key, int16_t epoch, uint64_t client)
-{
-	size_t i = (size_t)mix(key, epoch, client) & t->mask;
-	for (; t->index[i]; i = (i + 1) & t->mask) {
-		const struct pm_slot *s = &t->ring[t->index[i] - 1];
-		if (s->key == key && s->key_epoch == epoch && s->key_client == client)
-			break;
-	}
-	return i;
-}
-
-static const struct pm_slot *table_get(const struct pm_table *t, int64_t key, int16_t epoch, uint64_t client)
-{
-	if (!t->ring)
-		return NULL;
-	size_t i = table_find(t, key, epoch, client);
-	return t->index[i] ? &t->ring[t->index[i] - 1] : NULL;
-}
-
-/* Take slot i out of the index, shifting back the probes that passed over it. */
-static void index_delete(struct pm_table *t, size_t i)
-{
-	t->index[i] = 0;
-	for (size_t j = (i + 1) & t->mask; t->index[j]; j = (j + 1) & t->mask) {
-		const struct pm_slot *s = &t->ring[t->index[j] - 1];
-		size_t home = (size_t)mix(s->key, s->key_epoch, s->key_client) & t->mask;
-		/* j's entry may move to i when its home is not cyclically in (i, j] */
-		bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-		if (!stays) {
-			t->index[i] = t->index[j];
-			t->index[j] = 0;
-			i = j;
-		}
-	}
-}
-
-/* The slot for (key, epoch): found, or a new one (the oldest evicted when full). */
-static struct pm_slot *table_put(struct pm_table *t, int64_t key, int16_t epoch, uint64_t client)
-{
-	size_t i = table_find(t, key, epoch, client);
-	if (t->index[i])
-		return &t->ring[t->index[i] - 1];
-	if (t->n == t->cap) {
-		struct pm_slot *old = &t->ring[t->head];
-		index_delete(t, table_find(t, old->key, old->key_epoch, old->key_client));
-		t->head = (t->head + 1) % t->cap;
-		t->n--;
-		i = table_find(t, key, epoch, client); /* the shift may have moved the empty slot */
-	}
-	size_t r = (t->head + t->n) % t->cap;
-	t->n++;
-	t->ring[r] = (struct pm_slot){ .key = key, .key_epoch = epoch, .key_client = client };
-	t->index[i] = (uint32_t)r + 1;
-	return &t->ring[r];
-}
-
-struct proxy_pidmap *proxy_pidmap_new(size_t cap)
-{
-	struct proxy_pidmap *m = calloc(1, sizeof(*m));
-	if (!m || cap == 0 || cap > UINT32_MAX / 4 || table_init(&m->remap, cap) < 0 ||
-	    table_init(&m->issued, cap) < 0) {
-		proxy_pidmap_free(m);
-		return NULL;
-	}
-	return m;
-}
-
-void proxy_pidmap_free(struct proxy_pidmap *m)
-{
-	if (!m)
-		return;
-	free(m->remap.ring);
-	free(m->remap.index);
-	free(m->issued.ring);
-	free(m->issued.index);
-	free(m);
-}
-
-bool proxy_pidmap_lookup(const struct proxy_pidmap *m, uint64_t client, int64_t pid, int16_t epoch,
-			 int64_t *dest_pid, int16_t *dest_epoch)
-{
-	const struct pm_slot *s = m ? table_get(&m->remap, pid, epoch, client) : NULL;
-	if (s) {
-		*dest_pid = s->pid;
-		*dest_epoch = s->epoch;
-	}
-	return s != NULL;
-}
-
-void proxy_pidmap_learn(struct proxy_pidmap *m, uint64_t client, int64_t pid, int16_t epoch, int64_t dest_pid,
-			int16_t dest_epoch)
-{
-	struct pm_slot *s = table_put(&m->remap, pid, epoch, client);
-	s->pid = dest_pid;
-	s->epoch = dest_epoch;
-}
-
-size_t proxy_pidmap_size(const struct proxy_pidmap *m)
-{
-	return m ? m->remap.n : 0;
-}
 
 /* FNV-1a over `n` bytes, continuing `h` (0xcbf29ce484222325 to start). */
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
@@ -343,8 +194,7 @@ static int walk_records(struct proxy_server *srv, uint8_t *rec, size_t n, const 
 		if (codec_batch_check(b, total) != CODEC_OK)
 			return -1;
 		if (attrs & TXN_BIT) {
-			const struct pm_slot *s = table_get(&srv->pidmap->issued, pid, 0, 0);
-			if (!s || !txn_id || s->tag != txn_tag(txn_id)) {
+			if (!txn_id || !proxy_pidmap_issued_to(srv->pidmap, pid, txn_tag(txn_id))) {
 				w->refused = true;
 				w->refused_pid = pid;
 			}
@@ -610,7 +460,7 @@ void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const stru
 	struct codec_init_producer_id_response r = { 0 };
 	if (t && codec_init_producer_id_response_decode(iov, niov, e->api_version, &r) == CODEC_OK &&
 	    r.error_code == 0 && r.producer_id >= 0 && server_map(c->srv)) {
-		table_put(&c->srv->pidmap->issued, r.producer_id, 0, 0)->tag = t->tag;
+		proxy_pidmap_issue(c->srv->pidmap, r.producer_id, t->tag);
 		LOG_D("producer_id_issued", "conn=%llu producer_id=%lld epoch=%d", (unsigned long long)c->id,
 		      (long long)r.producer_id, r.producer_epoch);
 	}

@@ -7,7 +7,8 @@
  * (InitProducerId on the client's upstream connection, ahead of the
  * Produce); a transactional batch passes only under a producer id the
  * broker issued to that TransactionalId through this sidecar, else the
- * Produce is refused INVALID_PRODUCER_ID_MAPPING. Loop thread.
+ * Produce is refused INVALID_PRODUCER_ID_MAPPING. pidmap.c: the data path;
+ * pidmap_map.c: the maps. Loop thread.
  */
 #ifndef SYNCGATE_PROXY_PIDMAP_H
 #define SYNCGATE_PROXY_PIDMAP_H
@@ -73,6 +74,10 @@ void proxy_pidmap_learn(struct proxy_pidmap *m, uint64_t client, int64_t pid, in
 			int16_t dest_epoch);
 /** Keys in the remap map (tests). */
 size_t proxy_pidmap_size(const struct proxy_pidmap *m);
+/** Remember that the broker issued `pid` to the TransactionalId whose hash is `txn_tag`. */
+void proxy_pidmap_issue(struct proxy_pidmap *m, int64_t pid, uint64_t txn_tag);
+/** Whether `pid` was issued to the TransactionalId whose hash is `txn_tag` (the last one it was). Pure. */
+bool proxy_pidmap_issued_to(const struct proxy_pidmap *m, int64_t pid, uint64_t txn_tag);
 
 /**
  * A Produce on a switched sidecar (srv->switched), after the fence and
