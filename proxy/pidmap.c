@@ -28,7 +28,10 @@
  *     partition and not forwarded: the application's transaction aborts and
  *     initTransactions() gets it an id here;
  *   - non-idempotent batches (producerId -1) pass unchanged.
- * An InitProducerId that fails closes the connection: the Produce waiting
+ * An InitProducerId answered with a retriable error (a broker that just
+ * started answers COORDINATOR_LOAD_IN_PROGRESS until it holds an id block)
+ * is sent again after a backoff while the Produce waits. One that fails
+ * otherwise, or too often, closes the connection: the Produce waiting
  * for it and every request behind it were never forwarded, and the client
  * retries them in order on a new connection (an error answer to the one
  * Produce would let the requests behind it go out first under a fresh id).
@@ -75,8 +78,9 @@ static struct proxy_pidmap *server_map(struct proxy_server *srv)
 /* ---- metrics and logs ------------------------------------------------------ */
 
 static struct metric *m_remapped, *m_refused, *m_requests[PROXY_PID_OUTCOME_COUNT];
-static const char *const outcome_names[PROXY_PID_OUTCOME_COUNT] = { "issued", "error", "malformed", "closed" };
-static struct proxy_log_limit remap_log, failed_log, refused_log;
+static const char *const outcome_names[PROXY_PID_OUTCOME_COUNT] = { "issued", "retried", "error", "malformed",
+								      "closed" };
+static struct proxy_log_limit remap_log, failed_log, refused_log, retry_log;
 
 static void pidmap_metrics_init(void)
 {
@@ -104,6 +108,7 @@ struct pid_ask {
 	uint64_t client;
 	int64_t pid;
 	int16_t epoch;
+	int attempt;     /* 1 for the first */
 };
 
 static void ask_release(struct proxy_conn *c, struct proxy_entry *e)
@@ -124,7 +129,7 @@ int16_t proxy_pidmap_version(const struct proxy_conn *c)
 	return c->init_pid_max > 5 ? 5 : c->init_pid_max;
 }
 
-static int ask(struct proxy_conn *c, uint64_t client, int64_t pid, int16_t epoch)
+static int ask(struct proxy_conn *c, uint64_t client, int64_t pid, int16_t epoch, int attempt)
 {
 	struct pid_ask *a = malloc(sizeof(*a));
 	struct codec_buf b;
@@ -137,13 +142,13 @@ static int ask(struct proxy_conn *c, uint64_t client, int64_t pid, int16_t epoch
 		return -1;
 	}
 	codec_buf_free(&b);
-	*a = (struct pid_ask){ .client = client, .pid = pid, .epoch = epoch };
+	*a = (struct pid_ask){ .client = client, .pid = pid, .epoch = epoch, .attempt = attempt };
 	struct proxy_entry *e = TAILQ_LAST(&c->fifo, proxy_fifo); /* the INTERNAL entry just queued */
 	e->raw = (uint8_t *)a;
 	e->release = ask_release;
 	c->pid_wait = true;
-	LOG_D("producer_id_ask", "conn=%llu producer_id=%lld epoch=%d version=%d", (unsigned long long)c->id,
-	      (long long)pid, epoch, version);
+	LOG_D("producer_id_ask", "conn=%llu producer_id=%lld epoch=%d version=%d attempt=%d",
+	      (unsigned long long)c->id, (long long)pid, epoch, version, attempt);
 	return 0;
 }
 
@@ -349,7 +354,7 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 	if (w.refused)
 		return refuse_transactional(c, in, len, h, wire_version, req, w.refused_pid);
 	if (w.unmapped)
-		return ask(c, w.client, w.want_pid, w.want_epoch) < 0 ? -1 : 1;
+		return ask(c, w.client, w.want_pid, w.want_epoch, 1) < 0 ? -1 : 1;
 	w.rewrite = true;
 	if (walk_request(srv, body, req, &w) < 0)
 		return -1;
@@ -372,6 +377,55 @@ static void resume(struct proxy_conn *c)
 		bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
 }
 
+/* Error codes after which the broker may issue an id when asked again. */
+static bool retriable(int16_t code)
+{
+	return code == CODEC_ERROR_REQUEST_TIMED_OUT || code == CODEC_ERROR_COORDINATOR_LOAD_IN_PROGRESS ||
+	       code == CODEC_ERROR_COORDINATOR_NOT_AVAILABLE || code == CODEC_ERROR_NOT_COORDINATOR;
+}
+
+/* A retry waiting for its backoff: the connection is found again by id (it
+ * may be gone by then; event_base_once frees nothing of ours). */
+struct pid_retry {
+	struct proxy_server *srv;
+	uint64_t conn;
+	struct pid_ask ask;
+};
+
+static void retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct pid_retry *r = arg;
+	(void)fd;
+	(void)what;
+	struct proxy_conn *c;
+	TAILQ_FOREACH(c, &r->srv->conns, link)
+		if (c->id == r->conn)
+			break;
+	if (c && c->pid_wait && c->upstream && c->client &&
+	    (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING) &&
+	    ask(c, r->ask.client, r->ask.pid, r->ask.epoch, r->ask.attempt + 1) < 0)
+		c->ops->close(c, PROXY_CLOSE_OUT_OF_MEMORY);
+	free(r);
+}
+
+/* Ask again after the backoff; false when it cannot be scheduled. */
+static bool retry_later(struct proxy_conn *c, const struct pid_ask *a)
+{
+	struct pid_retry *r = malloc(sizeof(*r));
+	if (!r)
+		return false;
+	*r = (struct pid_retry){ .srv = c->srv, .conn = c->id, .ask = *a };
+	int ms = PROXY_PIDMAP_BACKOFF_MS << (a->attempt < 5 ? a->attempt - 1 : 5);
+	if (ms > 1000)
+		ms = 1000;
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	if (event_base_once(c->srv->base, -1, EV_TIMEOUT, retry_cb, r, &tv) < 0) {
+		free(r);
+		return false;
+	}
+	return true;
+}
+
 void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov)
 {
 	pidmap_metrics_init();
@@ -382,6 +436,19 @@ void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const stru
 	enum proxy_pid_outcome outcome = err != CODEC_OK ? PROXY_PID_MALFORMED
 					 : r.error_code != 0 || r.producer_id < 0 ? PROXY_PID_ERROR
 					 : PROXY_PID_ISSUED;
+	if (outcome == PROXY_PID_ERROR && a && retriable(r.error_code) && a->attempt < PROXY_PIDMAP_ATTEMPTS &&
+	    retry_later(c, a)) {
+		metric_add(m_requests[PROXY_PID_RETRIED], 1);
+		uint64_t suppressed = 0;
+		if (proxy_log_allow(&retry_log, mirror_now_ms(), &suppressed))
+			LOG_I("producer_id_request_retry", "conn=%llu peer=%s producer_id=%lld epoch=%d "
+			      "error_code=%d attempt=%d suppressed=%llu reason=\"the broker cannot issue a producer "
+			      "id yet (e.g. loading its id block after a start); the Produce waits\"",
+			      (unsigned long long)c->id, c->peer, (long long)a->pid, a->epoch, r.error_code,
+			      a->attempt, (unsigned long long)suppressed);
+		codec_init_producer_id_response_free(&r);
+		return; /* c->pid_wait stays: nothing more of the client is handled meanwhile */
+	}
 	metric_add(m_requests[outcome], 1);
 	if (outcome == PROXY_PID_ISSUED && a && server_map(c->srv)) {
 		proxy_pidmap_learn(c->srv->pidmap, a->client, a->pid, a->epoch, r.producer_id, r.producer_epoch);

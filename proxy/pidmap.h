@@ -31,11 +31,20 @@ struct codec_produce_request;
  * producer sends without a TransactionalId (the broker does not check it
  * then; tests/codec/golden/java/init_producer_id_req_v5.hex, captured). */
 #define PROXY_PIDMAP_TXN_TIMEOUT_MS INT32_MAX
+/* InitProducerId attempts for one waiting Produce, the backoff between them
+ * doubling from PROXY_PIDMAP_BACKOFF_MS up to 1 s (about 15 s in all, well
+ * inside a client's request.timeout.ms) */
+#define PROXY_PIDMAP_ATTEMPTS 20
+#define PROXY_PIDMAP_BACKOFF_MS 50
 
 /** How one InitProducerId that syncgate sent its broker ended (the metric's `outcome`). */
 enum proxy_pid_outcome {
 	PROXY_PID_ISSUED,      /* a producer id and epoch: the waiting Produce goes on rewritten */
-	PROXY_PID_ERROR,       /* the broker answered an error code: the connection closes */
+	PROXY_PID_RETRIED,     /* a retriable error code (the broker is loading its producer id
+				* block: COORDINATOR_LOAD_IN_PROGRESS after a start, …): asked
+				* again after a backoff, the Produce still waiting */
+	PROXY_PID_ERROR,       /* another error code, or retried PROXY_PIDMAP_ATTEMPTS times: the
+				* connection closes */
 	PROXY_PID_MALFORMED,   /* the answer could not be read: the connection closes */
 	PROXY_PID_CLOSED,      /* the connection closed before the answer came */
 	PROXY_PID_OUTCOME_COUNT

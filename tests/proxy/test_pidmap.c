@@ -369,7 +369,7 @@ Test(pidmap, init_producer_id_error_closes_the_pair_and_nothing_is_forwarded)
 	size_t n = drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 4), 1));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
-	init_pid_answer(&a, 2, 15, -1, -1); /* COORDINATOR_NOT_AVAILABLE */
+	init_pid_answer(&a, 2, CODEC_ERROR_CLUSTER_AUTHORIZATION_FAILED, -1, -1); /* not retriable */
 	broker_send(&f, &a);
 	cr_assert(closed(&f), "the client sees the connection close (and retries)");
 	n = drain(&f, f.up, up, sizeof(up));
@@ -489,6 +489,40 @@ Test(pidmap, the_same_producer_id_of_two_clients_goes_out_under_two_ids)
 	cr_assert(eq(sz, proxy_pidmap_size(f.srv.pidmap), 2));
 	codec_buf_free(&p);
 	codec_buf_free(&q);
+	codec_buf_free(&a);
+	pair_fini(&f);
+}
+
+Test(pidmap, a_retriable_error_asks_again_after_a_backoff_while_the_produce_waits)
+{
+	/* a broker that just started answers COORDINATOR_LOAD_IN_PROGRESS (measured) */
+	struct fixture f;
+	switched_pair(&f);
+	double retried0 = counter("syncgate_switch_producer_id_requests_total", "outcome=\"retried\"");
+	struct codec_buf p = PAIR_FLEX_BUF, a = PAIR_BUF;
+	size_t at = produce_v9(&p, 51, NULL, 7, 0, 0, false, 10);
+	client_send(&f, &p);
+	uint8_t up[8192];
+	size_t n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	size_t ask_len = n;
+	init_pid_answer(&a, 2, CODEC_ERROR_COORDINATOR_LOAD_IN_PROGRESS, -1, -1);
+	broker_send(&f, &a);
+	n = 0;
+	for (int i = 0; i < 400 && n < ask_len; i++) { /* the backoff: 50 ms */
+		usleep(1000);
+		n += drain(&f, f.up, up + n, sizeof(up) - n);
+	}
+	cr_assert(eq(sz, n, ask_len), "asked again, and nothing else went up");
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	cr_assert(f.c->pid_wait, "the Produce still waits");
+	cr_assert(eq(dbl, counter("syncgate_switch_producer_id_requests_total", "outcome=\"retried\""), retried0 + 1));
+	init_pid_answer(&a, 2, 0, 8000, 0);
+	broker_send(&f, &a);
+	n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(sz, n, p.len));
+	expect_rewritten(up + at, p.data + at, p.len - at - 3, 8000, 0);
+	codec_buf_free(&p);
 	codec_buf_free(&a);
 	pair_fini(&f);
 }
