@@ -526,3 +526,35 @@ Test(pidmap, a_retriable_error_asks_again_after_a_backoff_while_the_produce_wait
 	codec_buf_free(&a);
 	pair_fini(&f);
 }
+
+Test(pidmap, a_client_that_closes_while_its_produce_waits_still_has_it_delivered_rewritten)
+{
+	/* invariant 7: what a client sent is delivered; its reads are off while
+	 * the Produce waits, so its close is seen after the Produce went */
+	struct fixture f;
+	switched_pair(&f);
+	struct codec_buf p = PAIR_FLEX_BUF, a = PAIR_BUF;
+	size_t at = produce_v9(&p, 61, NULL, 7, 0, 0, false, 10);
+	client_send(&f, &p);
+	uint8_t up[8192];
+	drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	close(f.cl);
+	f.cl = -1;
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0));
+	init_pid_answer(&a, 2, 0, 9000, 0);
+	broker_send(&f, &a);
+	size_t n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(sz, n, p.len));
+	expect_rewritten(up + at, p.data + at, p.len - at - 3, 9000, 0);
+	struct codec_buf r = PAIR_BUF;
+	produce_answer(&r, 61);
+	broker_send(&f, &r); /* read and dropped: nobody is acknowledged */
+	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
+		drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(sz, f.srv.nconns, 0), "then the pair is freed");
+	codec_buf_free(&p);
+	codec_buf_free(&a);
+	codec_buf_free(&r);
+	pair_fini(&f);
+}
