@@ -1,5 +1,5 @@
 /*
- * codec/produce.h — Produce (key 0) requests and responses, and InitProducerId (key 22). Part of codec/codec.h (include that); see its
+ * codec/produce.h — Produce (key 0) requests and responses, InitProducerId (key 22), EndTxn (key 26). Part of codec/codec.h (include that); see its
  * opening comment for the conventions (segments, sticky errors, ownership).
  */
 #ifndef SYNCGATE_CODEC_PRODUCE_H
@@ -182,5 +182,43 @@ enum codec_err codec_init_producer_id_response_encode(const struct codec_init_pr
 						      int16_t version, struct codec_buf *out) CODEC_WUR;
 /** Release a decoded InitProducerId response. */
 void codec_init_producer_id_response_free(struct codec_init_producer_id_response *m);
+
+/* ------------------------------------------------------------------------ */
+/* EndTxn (key 26), v0–v5; flexible from v3                                 */
+/* ------------------------------------------------------------------------ */
+
+/** EndTxn request (spec EndTxnRequest v0–v5). */
+struct codec_end_txn_request {
+	char *transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	bool committed;
+	struct codec_tags tags;       /* v3+ */
+};
+/** Decode an EndTxn request body (after the request header), v0–v5. */
+enum codec_err codec_end_txn_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+					    struct codec_end_txn_request *out) CODEC_WUR;
+/** Encode an EndTxn request body, v0–v5. */
+enum codec_err codec_end_txn_request_encode(const struct codec_end_txn_request *m, int16_t version,
+					    struct codec_buf *out) CODEC_WUR;
+/** Release a decoded EndTxn request. */
+void codec_end_txn_request_free(struct codec_end_txn_request *m);
+
+/** EndTxn response (spec EndTxnResponse v0–v5). */
+struct codec_end_txn_response {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	int64_t producer_id;          /* v5+ (KIP-890: a new id when the epoch ran out); -1 below */
+	int16_t producer_epoch;       /* v5+; -1 below */
+	struct codec_tags tags;       /* v3+ */
+};
+/** Decode an EndTxn response body (after the response header), v0–v5. */
+enum codec_err codec_end_txn_response_decode(const struct codec_iov *iov, int niov, int16_t version,
+					     struct codec_end_txn_response *out) CODEC_WUR;
+/** Encode an EndTxn response body, v0–v5 (ProducerId/Epoch only from v5). */
+enum codec_err codec_end_txn_response_encode(const struct codec_end_txn_response *m, int16_t version,
+					     struct codec_buf *out) CODEC_WUR;
+/** Release a decoded EndTxn response. */
+void codec_end_txn_response_free(struct codec_end_txn_response *m);
 
 #endif

@@ -237,6 +237,17 @@ public class GenGolden {
 		}
 	}
 
+	static void endTxn() throws Exception {
+		ApiKeys k = ApiKeys.END_TXN;
+		for (short v = 0; v <= 5; v++) {
+			put("end_txn", k, v, true, new EndTxnRequestData().setTransactionalId("golden-txn")
+				.setProducerId(4242L).setProducerEpoch((short) 7).setCommitted(true));
+			EndTxnResponseData resp = new EndTxnResponseData().setThrottleTimeMs(5).setErrorCode((short) 0);
+			if (v >= 5) resp.setProducerId(1000002L).setProducerEpoch((short) 0);
+			put("end_txn", k, v, false, resp);
+		}
+	}
+
 	static void apiVersions() throws Exception {
 		ApiKeys k = ApiKeys.API_VERSIONS;
 		for (short v = 0; v <= 4; v++) {
@@ -324,6 +335,7 @@ public class GenGolden {
 		findCoordinator();
 		describeCluster();
 		initProducerId();
+		endTxn();
 		apiVersions();
 		listOffsets();
 		share();

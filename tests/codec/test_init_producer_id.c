@@ -1,5 +1,6 @@
 /*
- * tests/codec/test_init_producer_id.c — codec/init_producer_id.c: the
+ * tests/codec/test_init_producer_id.c — codec/init_producer_id.c (and
+ * codec/end_txn.c, the other message that issues producer ids): the
  * InitProducerId request frame a sidecar sends (byte for byte as the spec
  * lays it out, classic and flexible), the client's request read for its
  * TransactionalId, and the response read for the issued ProducerId and
@@ -212,4 +213,42 @@ Test(codec_init_producer_id, response_error_truncation_and_leftovers)
 	codec_init_producer_id_response_free(&m);
 	cr_assert(eq(int, codec_init_producer_id_response_decode(&iov, 1, 6, &m), CODEC_ERR_UNSUPPORTED));
 	codec_init_producer_id_response_free(&m);
+}
+
+CODEC_TEST_OPS(end_txn_req, "end_txn_req", CODEC_API_END_TXN, true, struct codec_end_txn_request,
+	       codec_end_txn_request);
+CODEC_TEST_OPS(end_txn_resp, "end_txn_resp", CODEC_API_END_TXN, false, struct codec_end_txn_response,
+	       codec_end_txn_response);
+
+Test(codec_end_txn, golden_roundtrip_v0_to_v5_and_the_new_producer_id_from_v5)
+{
+	for (int16_t v = 0; v <= 5; v++) {
+		check_golden(&end_txn_req, v);
+		check_golden(&end_txn_resp, v);
+	}
+	struct golden g;
+	golden_load(&g, "end_txn_resp_v5", false, CODEC_API_END_TXN, 5);
+	struct codec_iov body = golden_body(&g);
+	struct codec_end_txn_response m;
+	cr_assert(eq(int, codec_end_txn_response_decode(&body, 1, 5, &m), CODEC_OK));
+	cr_assert(eq(i16, m.error_code, 0));
+	cr_assert(eq(i64, m.producer_id, 1000002));
+	cr_assert(eq(i16, m.producer_epoch, 0));
+	codec_end_txn_response_free(&m);
+	golden_free(&g);
+	golden_load(&g, "end_txn_resp_v4", false, CODEC_API_END_TXN, 4);
+	body = golden_body(&g);
+	cr_assert(eq(int, codec_end_txn_response_decode(&body, 1, 4, &m), CODEC_OK));
+	cr_assert(eq(i64, m.producer_id, -1), "none before v5");
+	codec_end_txn_response_free(&m);
+	golden_free(&g);
+	golden_load(&g, "end_txn_req_v3", true, CODEC_API_END_TXN, 3);
+	body = golden_body(&g);
+	struct codec_end_txn_request q;
+	cr_assert(eq(int, codec_end_txn_request_decode(&body, 1, 3, &q), CODEC_OK));
+	cr_assert_str_eq(q.transactional_id, "golden-txn");
+	cr_assert(eq(i64, q.producer_id, 4242));
+	cr_assert(q.committed);
+	codec_end_txn_request_free(&q);
+	golden_free(&g);
 }
