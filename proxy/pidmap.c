@@ -23,7 +23,8 @@
  *     checks the rest in order);
  *   - a transactional batch passes unchanged only under an id the broker
  *     issued to the request's TransactionalId through this sidecar since the
- *     switch (the client's own InitProducerId response, read on its way);
+ *     switch (the client's own InitProducerId response, read on its way, or an
+ *     EndTxn v5 one carrying a new id when the epoch ran out, KIP-890);
  *     else the Produce is answered INVALID_PRODUCER_ID_MAPPING (49) on every
  *     partition and not forwarded: the application's transaction aborts and
  *     initTransactions() gets it an id here;
@@ -491,26 +492,42 @@ static void txn_release(struct proxy_conn *c, struct proxy_entry *e)
 	e->raw = NULL;
 }
 
-int proxy_pidmap_init_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
-			      const struct codec_request_header *h)
+/* The TransactionalId of a client's InitProducerId (NULL: none, idempotent
+ * only) or EndTxn v5+ request (earlier answers issue no id); malloc'd. */
+static char *txn_request_id(const struct codec_iov *iov, int niov, const struct codec_request_header *h)
+{
+	char *id = NULL;
+	if (h->api_key == CODEC_API_INIT_PRODUCER_ID) {
+		struct codec_init_producer_id_request m = { 0 };
+		if (codec_init_producer_id_request_decode(iov, niov, h->api_version, &m) == CODEC_OK)
+			id = m.transactional_id, m.transactional_id = NULL;
+		codec_init_producer_id_request_free(&m);
+	} else if (h->api_key == CODEC_API_END_TXN && h->api_version >= 5) {
+		struct codec_end_txn_request m = { 0 };
+		if (codec_end_txn_request_decode(iov, niov, h->api_version, &m) == CODEC_OK)
+			id = m.transactional_id, m.transactional_id = NULL;
+		codec_end_txn_request_free(&m);
+	}
+	return id;
+}
+
+int proxy_pidmap_txn_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
+			     const struct codec_request_header *h)
 {
 	if (!c->srv->switched || h->api_version > 5)
 		return 0;
 	struct codec_iov iov[PROXY_MAX_IOV];
 	int niov = proxy_buf_iov(in, 4 + h->len, len - h->len, iov, PROXY_MAX_IOV);
-	struct codec_init_producer_id_request m = { 0 };
-	if (niov < 0 || codec_init_producer_id_request_decode(iov, niov, h->api_version, &m) != CODEC_OK ||
-	    !m.transactional_id) {
-		codec_init_producer_id_request_free(&m); /* unreadable: the broker answers it; nothing issued here */
-		return 0;
-	}
+	char *id = niov < 0 ? NULL : txn_request_id(iov, niov, h);
+	if (!id)
+		return 0; /* none, or unreadable: the broker answers it; nothing issued here */
 	struct txn_ask *t = malloc(sizeof(*t));
 	if (!t) {
-		codec_init_producer_id_request_free(&m);
+		free(id);
 		return -1;
 	}
-	t->tag = txn_tag(m.transactional_id);
-	codec_init_producer_id_request_free(&m);
+	t->tag = txn_tag(id);
+	free(id);
 	e->raw = (uint8_t *)t;
 	e->release = txn_release;
 	return 0;
@@ -518,18 +535,32 @@ int proxy_pidmap_init_request(struct proxy_conn *c, struct proxy_entry *e, struc
 
 bool proxy_pidmap_reads_response(const struct proxy_entry *e)
 {
-	return e->kind == PROXY_ENTRY_KAFKA && e->api_key == CODEC_API_INIT_PRODUCER_ID && e->raw;
+	return e->kind == PROXY_ENTRY_KAFKA && e->raw &&
+	       (e->api_key == CODEC_API_INIT_PRODUCER_ID || e->api_key == CODEC_API_END_TXN);
 }
 
 void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov)
 {
 	const struct txn_ask *t = (const struct txn_ask *)e->raw;
-	struct codec_init_producer_id_response r = { 0 };
-	if (t && codec_init_producer_id_response_decode(iov, niov, e->api_version, &r) == CODEC_OK &&
-	    r.error_code == 0 && r.producer_id >= 0 && server_map(c->srv)) {
-		proxy_pidmap_issue(c->srv->pidmap, r.producer_id, t->tag);
-		LOG_D("producer_id_issued", "conn=%llu producer_id=%lld epoch=%d", (unsigned long long)c->id,
-		      (long long)r.producer_id, r.producer_epoch);
+	if (!proxy_pidmap_reads_response(e))
+		return;
+	int16_t err = -1;
+	int64_t pid = -1;
+	int16_t epoch = -1;
+	if (e->api_key == CODEC_API_INIT_PRODUCER_ID) {
+		struct codec_init_producer_id_response r = { 0 };
+		if (codec_init_producer_id_response_decode(iov, niov, e->api_version, &r) == CODEC_OK)
+			err = r.error_code, pid = r.producer_id, epoch = r.producer_epoch;
+		codec_init_producer_id_response_free(&r);
+	} else {
+		struct codec_end_txn_response r = { 0 };
+		if (codec_end_txn_response_decode(iov, niov, e->api_version, &r) == CODEC_OK)
+			err = r.error_code, pid = r.producer_id, epoch = r.producer_epoch;
+		codec_end_txn_response_free(&r);
 	}
-	codec_init_producer_id_response_free(&r);
+	if (err == 0 && pid >= 0 && server_map(c->srv)) {
+		proxy_pidmap_issue(c->srv->pidmap, pid, t->tag);
+		LOG_D("producer_id_issued", "conn=%llu api=%s producer_id=%lld epoch=%d", (unsigned long long)c->id,
+		      codec_api_name(e->api_key), (long long)pid, epoch);
+	}
 }

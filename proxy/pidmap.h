@@ -119,18 +119,19 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov);
 
 /**
- * A client's own InitProducerId request (`in`: the whole frame, `len` body
- * bytes) on a switched sidecar: when it names a TransactionalId, `e` keeps
- * it so its response is read (proxy_pidmap_issued). 0, or -1 on ENOMEM.
+ * A client's own InitProducerId or EndTxn request (`in`: the whole frame,
+ * `len` body bytes) on a switched sidecar: when it names a TransactionalId
+ * (EndTxn: v5+, whose answer may carry a new producer id), `e` keeps it so
+ * its response is read (proxy_pidmap_issued). 0, or -1 on ENOMEM.
  */
-int proxy_pidmap_init_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
-			      const struct codec_request_header *h);
-/** Whether the response to `e` is read for an issued transactional id. */
+int proxy_pidmap_txn_request(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
+			     const struct codec_request_header *h);
+/** Whether the response to `e` is read for a producer id issued to a TransactionalId. */
 bool proxy_pidmap_reads_response(const struct proxy_entry *e);
 /**
- * The response to a client's InitProducerId kept by
- * proxy_pidmap_init_request (`iov` its body): an issued producer id is
- * recorded for the TransactionalId. The response passes unchanged.
+ * The response to a request kept by proxy_pidmap_txn_request (`iov` its
+ * body): the producer id it issued, if any, is recorded for the
+ * TransactionalId (the last one it was issued to). It passes unchanged.
  */
 void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov);
 

@@ -302,7 +302,8 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		    codec_sasl_username(c->sasl_mech, tok, n, c->sasl_user, sizeof(c->sasl_user)) == 0)
 			e->sasl_auth = true;
 	}
-	if (h.api_key == CODEC_API_INIT_PRODUCER_ID && proxy_pidmap_init_request(c, e, in, len, &h) < 0)
+	if ((h.api_key == CODEC_API_INIT_PRODUCER_ID || h.api_key == CODEC_API_END_TXN) &&
+	    proxy_pidmap_txn_request(c, e, in, len, &h) < 0)
 		return -1;
 	if (proxy_clamp_request(c, e, in, len, &h) < 0)
 		return -1;

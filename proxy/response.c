@@ -212,7 +212,8 @@ static struct response_plan response_plan(const struct proxy_entry *e)
 		 * while the principal is unknown (request.c set e->sasl_auth) */
 		p.body = key == CODEC_API_SASL_HANDSHAKE ? version == 0
 		       : key == CODEC_API_SASL_AUTHENTICATE ? e->sasl_auth
-		       : key == CODEC_API_INIT_PRODUCER_ID ? proxy_pidmap_reads_response(e) : true;
+		       : key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN ? proxy_pidmap_reads_response(e)
+		       : true;
 	}
 	if ((does & CODEC_DOES_HOLD) && e->produce)
 		p.body = true; /* a gated Produce: its summary says which partitions */
@@ -324,7 +325,7 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	if (key == CODEC_API_METADATA)
 		learn_topic_ids(c, iov, niov, version);
-	if (key == CODEC_API_INIT_PRODUCER_ID)
+	if (key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN)
 		proxy_pidmap_issued(c, e, iov, niov); /* switched: a transactional id's producer id */
 	if (!endpoints) {
 		respond_unchanged(c, e, in, len);

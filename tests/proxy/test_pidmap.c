@@ -558,3 +558,45 @@ Test(pidmap, a_client_that_closes_while_its_produce_waits_still_has_it_delivered
 	codec_buf_free(&r);
 	pair_fini(&f);
 }
+
+Test(pidmap, a_new_producer_id_from_an_end_txn_v5_answer_is_issued_to_its_transactional_id)
+{
+	/* KIP-890: when the epoch runs out, EndTxn v5 answers a new producer id */
+	struct fixture f;
+	switched_pair(&f);
+	struct codec_buf q = PAIR_FLEX_BUF, a = PAIR_BUF, p = PAIR_FLEX_BUF;
+	q.len = 0;
+	codec_write_i32(&q, 0);
+	codec_write_i16(&q, CODEC_API_END_TXN);
+	codec_write_i16(&q, 5);
+	codec_write_i32(&q, 71);
+	q.flexible = false;
+	codec_write_str(&q, "java");
+	q.flexible = true;
+	codec_write_i8(&q, 0);
+	struct codec_end_txn_request m = { .transactional_id = "tx", .producer_id = 77, .producer_epoch = 32766,
+					   .committed = true };
+	cr_assert(eq(int, codec_end_txn_request_encode(&m, 5, &q), CODEC_OK));
+	pair_frame_seal(&q);
+	client_send(&f, &q);
+	uint8_t up[8192], cl[256];
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), q.len), "forwarded unchanged");
+	a.len = 0;
+	codec_write_i32(&a, 0);
+	codec_write_i32(&a, 71);
+	codec_write_i8(&a, 0);
+	struct codec_end_txn_response r = { .error_code = 0, .producer_id = 78, .producer_epoch = 0 };
+	cr_assert(eq(int, codec_end_txn_response_encode(&r, 5, &a), CODEC_OK));
+	pair_frame_seal(&a);
+	broker_send(&f, &a);
+	cr_assert(eq(sz, drain(&f, f.cl, cl, sizeof(cl)), a.len), "answered unchanged");
+	produce_v9(&p, 72, "tx", 78, 0, 0, true, 10);
+	client_send(&f, &p);
+	size_t n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(sz, n, p.len), "the new id's transactional batch passes");
+	cr_assert_not(memcmp(up, p.data, p.len));
+	codec_buf_free(&q);
+	codec_buf_free(&a);
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
