@@ -167,3 +167,31 @@ void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn)
 	pair_frame_seal(b);
 }
 
+
+void client_end_txn(struct codec_buf *b, int32_t corr, const char *txn, int64_t pid, int16_t epoch)
+{
+	b->len = 0;
+	codec_write_i32(b, 0);
+	codec_write_i16(b, CODEC_API_END_TXN);
+	codec_write_i16(b, 5);
+	codec_write_i32(b, corr);
+	b->flexible = false;
+	codec_write_str(b, "java");
+	b->flexible = true;
+	codec_write_i8(b, 0);
+	struct codec_end_txn_request m = { .transactional_id = (char *)txn, .producer_id = pid,
+					   .producer_epoch = epoch, .committed = true };
+	cr_assert(eq(int, codec_end_txn_request_encode(&m, 5, b), CODEC_OK));
+	pair_frame_seal(b);
+}
+
+void end_txn_answer(struct codec_buf *b, int32_t corr, int64_t pid, int16_t epoch)
+{
+	b->len = 0;
+	codec_write_i32(b, 0);
+	codec_write_i32(b, corr);
+	codec_write_i8(b, 0);
+	struct codec_end_txn_response r = { .error_code = 0, .producer_id = pid, .producer_epoch = epoch };
+	cr_assert(eq(int, codec_end_txn_response_encode(&r, 5, b), CODEC_OK));
+	pair_frame_seal(b);
+}

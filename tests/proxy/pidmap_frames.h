@@ -1,7 +1,7 @@
 /*
  * tests/proxy/pidmap_frames.h — the frames the pidmap tests exchange
  * (tests/proxy/test_pidmap.c): Produce v9 requests with one valid
- * RecordBatch v2, the broker's answers, a client's InitProducerId.
+ * RecordBatch v2, the broker's answers, a client's InitProducerId and EndTxn.
  */
 #ifndef SYNCGATE_TESTS_PROXY_PIDMAP_FRAMES_H
 #define SYNCGATE_TESTS_PROXY_PIDMAP_FRAMES_H
@@ -27,5 +27,9 @@ void init_pid_answer(struct codec_buf *b, int16_t version, int16_t err, int64_t 
 int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr);
 /* A client's InitProducerId v4 with TransactionalId `txn`. */
 void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn);
+/* A client's EndTxn v5 (commit) for `txn`, (`pid`, `epoch`). */
+void client_end_txn(struct codec_buf *b, int32_t corr, const char *txn, int64_t pid, int16_t epoch);
+/* The broker's EndTxn v5 answer to `corr`: no error, (`pid`, `epoch`). */
+void end_txn_answer(struct codec_buf *b, int32_t corr, int64_t pid, int16_t epoch);
 
 #endif
