@@ -10,7 +10,9 @@
  * version whose response names brokers (rewritten to advertised addresses,
  * codec/endpoints.c; -1 never), and what else syncgate does (CODEC_DOES_*:
  * Produce held; Fetch, ListOffsets, OffsetForLeaderEpoch clamped, Fetch
- * streamed; Metadata read for its TopicIds; ApiVersions rewritten and its
+ * streamed; Metadata read for its TopicIds; InitProducerId and EndTxn read on
+ * a switched sidecar (the producer ids its broker issued, proxy/pidmap.c);
+ * ApiVersions rewritten and its
  * client software name read; SASL read for the principal and raw tokens).
  * Written by hand from kafka-clients 4.3.1 (ApiKeys and the *Request.json / *Response.json specs; there is no
  * generator — tests/codec/test_api.c checks the rows syncgate relies on);
@@ -40,11 +42,11 @@ static const struct codec_api apis[] = {
 	{19, "CreateTopics", 5, -1, 2, 7, -1, 0},
 	{20, "DeleteTopics", 4, -1, 1, 6, -1, 0},
 	{21, "DeleteRecords", 2, -1, 0, 2, -1, 0},
-	{22, "InitProducerId", 2, -1, 0, 5, -1, 0},
+	{22, "InitProducerId", 2, 5, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{23, "OffsetForLeaderEpoch", 4, -1, 2, 4, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_CLAMP},
 	{24, "AddPartitionsToTxn", 3, -1, 0, 5, -1, 0},
 	{25, "AddOffsetsToTxn", 3, -1, 0, 4, -1, 0},
-	{26, "EndTxn", 3, -1, 0, 5, -1, 0},
+	{26, "EndTxn", 3, 5, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{27, "WriteTxnMarkers", 1, -1, 1, 2, -1, 0},
 	{28, "TxnOffsetCommit", 3, -1, 0, 5, -1, 0},
 	{29, "DescribeAcls", 2, -1, 1, 3, -1, 0},

@@ -1,5 +1,5 @@
 /*
- * codec/produce.h — Produce (key 0) requests and responses. Part of codec/codec.h (include that); see its
+ * codec/produce.h — Produce (key 0) requests and responses, InitProducerId (key 22), EndTxn (key 26). Part of codec/codec.h (include that); see its
  * opening comment for the conventions (segments, sticky errors, ownership).
  */
 #ifndef SYNCGATE_CODEC_PRODUCE_H
@@ -133,5 +133,92 @@ void codec_produce_response_free(struct codec_produce_response *m);
  */
 int codec_produce_partition_fail(struct codec_produce_partition_resp *p, int16_t error_code,
 				 const char *message) CODEC_WUR;
+
+/* ------------------------------------------------------------------------ */
+/* InitProducerId (key 22), v0–v5; flexible from v2                         */
+/* ------------------------------------------------------------------------ */
+
+/** InitProducerId request (spec InitProducerIdRequest v0–v5). */
+struct codec_init_producer_id_request {
+	char *transactional_id;       /* nullable: NULL for an idempotent-only producer */
+	int32_t transaction_timeout_ms;
+	int64_t producer_id;          /* v3+; -1 (also below v3) */
+	int16_t producer_epoch;       /* v3+; -1 (also below v3) */
+	struct codec_tags tags;       /* v2+ */
+};
+
+/** Decode an InitProducerId request body (after the request header), v0–v5. */
+enum codec_err codec_init_producer_id_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+						     struct codec_init_producer_id_request *out) CODEC_WUR;
+/** Encode an InitProducerId request body, v0–v5 (ProducerId/Epoch only from v3). */
+enum codec_err codec_init_producer_id_request_encode(const struct codec_init_producer_id_request *m,
+						     int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded InitProducerId request. */
+void codec_init_producer_id_request_free(struct codec_init_producer_id_request *m);
+/**
+ * A whole InitProducerId request frame (size prefix, header v1 below v2,
+ * v2 from it) asking for an idempotent producer id: TransactionalId null,
+ * TransactionTimeoutMs `transaction_timeout_ms`, ProducerId -1 and
+ * ProducerEpoch -1 (v3+). Appended to `out` (initialised by the caller).
+ * 0, or -1 (a version outside v0–v5, or the buffer's limit).
+ */
+int codec_init_producer_id_request_frame(int16_t version, int32_t correlation_id, const char *client_id,
+					 int32_t transaction_timeout_ms, struct codec_buf *out) CODEC_WUR;
+
+/** InitProducerId response (spec InitProducerIdResponse v0–v5: one layout). */
+struct codec_init_producer_id_response {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	int64_t producer_id;          /* -1 on error */
+	int16_t producer_epoch;
+	struct codec_tags tags;       /* v2+ */
+};
+
+/** Decode an InitProducerId response body (after the response header), v0–v5. */
+enum codec_err codec_init_producer_id_response_decode(const struct codec_iov *iov, int niov, int16_t version,
+						      struct codec_init_producer_id_response *out) CODEC_WUR;
+/** Encode an InitProducerId response body, v0–v5. */
+enum codec_err codec_init_producer_id_response_encode(const struct codec_init_producer_id_response *m,
+						      int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded InitProducerId response. */
+void codec_init_producer_id_response_free(struct codec_init_producer_id_response *m);
+
+/* ------------------------------------------------------------------------ */
+/* EndTxn (key 26), v0–v5; flexible from v3                                 */
+/* ------------------------------------------------------------------------ */
+
+/** EndTxn request (spec EndTxnRequest v0–v5). */
+struct codec_end_txn_request {
+	char *transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	bool committed;
+	struct codec_tags tags;       /* v3+ */
+};
+/** Decode an EndTxn request body (after the request header), v0–v5. */
+enum codec_err codec_end_txn_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+					    struct codec_end_txn_request *out) CODEC_WUR;
+/** Encode an EndTxn request body, v0–v5. */
+enum codec_err codec_end_txn_request_encode(const struct codec_end_txn_request *m, int16_t version,
+					    struct codec_buf *out) CODEC_WUR;
+/** Release a decoded EndTxn request. */
+void codec_end_txn_request_free(struct codec_end_txn_request *m);
+
+/** EndTxn response (spec EndTxnResponse v0–v5). */
+struct codec_end_txn_response {
+	int32_t throttle_time_ms;
+	int16_t error_code;
+	int64_t producer_id;          /* v5+ (KIP-890: a new id when the epoch ran out); -1 below */
+	int16_t producer_epoch;       /* v5+; -1 below */
+	struct codec_tags tags;       /* v3+ */
+};
+/** Decode an EndTxn response body (after the response header), v0–v5. */
+enum codec_err codec_end_txn_response_decode(const struct codec_iov *iov, int niov, int16_t version,
+					     struct codec_end_txn_response *out) CODEC_WUR;
+/** Encode an EndTxn response body, v0–v5 (ProducerId/Epoch only from v5). */
+enum codec_err codec_end_txn_response_encode(const struct codec_end_txn_response *m, int16_t version,
+					     struct codec_buf *out) CODEC_WUR;
+/** Release a decoded EndTxn response. */
+void codec_end_txn_response_free(struct codec_end_txn_response *m);
 
 #endif

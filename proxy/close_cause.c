@@ -26,6 +26,7 @@ static const struct {
 	[PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED] = {"upstream_frame_malformed", "malformed upstream frame"},
 	[PROXY_CLOSE_HELD_PRODUCE_UNENCODABLE] = {"held_produce_unencodable", "could not encode a held Produce response"},
 	[PROXY_CLOSE_HELD_FETCH_UNCLAMPABLE] = {"held_fetch_unclampable", "could not clamp a held Fetch response"},
+	[PROXY_CLOSE_PRODUCER_ID_REFUSED] = {"producer_id_refused", "switched: the broker issued no producer id for a client's idempotent batches"},
 	[PROXY_CLOSE_OUT_OF_MEMORY] = {"out_of_memory", "out of memory"},
 	[PROXY_CLOSE_SHUTDOWN] = {"shutdown", "shutdown"},
 	[PROXY_CLOSE_SHUTDOWN_GRACE_EXPIRED] = {"shutdown_grace_expired", "shutdown grace period expired"},

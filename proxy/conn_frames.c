@@ -40,9 +40,10 @@ void proxy_conn_update_flow(struct proxy_conn *c)
 	size_t cl_out = evbuffer_get_length(bufferevent_get_output(c->client)) + c->queued_bytes;
 	bool over_held = c->held_bytes + c->queued_bytes > (size_t)cf->max_held_bytes_per_connection ||
 			 c->srv->held_bytes + c->srv->queued_bytes > (size_t)cf->max_held_bytes;
-	/* HALF_CLOSED: the client is not read any more, only the broker is paced */
+	/* HALF_CLOSED: the client is not read any more, only the broker is paced;
+	 * pid_wait: a Produce waits unread for syncgate's own InitProducerId (pidmap.c) */
 	bool pause_client = c->state != PROXY_CONN_HALF_CLOSED &&
-			    (up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH ||
+			    (up_out > FLOW_HIGH || over_held || c->nfifo >= FIFO_HIGH || c->pid_wait ||
 			     (c->client_paused && up_out > FLOW_LOW));
 	if (pause_client != c->client_paused) {
 		c->client_paused = pause_client;
@@ -137,10 +138,11 @@ static struct evbuffer *upstream_input(struct proxy_conn *c)
 	return bufferevent_get_input(c->upstream);
 }
 
-/* While not paused, or all of them (`all`: the client closed, nothing more will come). */
+/* While not paused, or all of them (`all`: the client closed, nothing more will come);
+ * never while a Produce waits for its producer id (pidmap.c: the frame stays at the head). */
 static bool client_may_read(const struct proxy_conn *c, bool all)
 {
-	return c->client && (all || !c->client_paused) &&
+	return c->client && (all || !c->client_paused) && !c->pid_wait &&
 	       (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING || c->state == PROXY_CONN_LINGERING);
 }
 

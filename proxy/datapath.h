@@ -122,7 +122,9 @@ struct proxy_entry {
 	uint8_t *raw;                          /* the broker's response frame body (header
 						* included), decoded again at release; owned.
 						* INTERNAL TopicId lookup: the ids it asks
-						* (topic_lookup.c, freed by its release) */
+						* (topic_lookup.c, freed by its release);
+						* InitProducerId: what pidmap.c keeps for its
+						* answer (freed by its release) */
 	uint32_t raw_len, hdr_len;
 	struct mirror_wait_part *parts;        /* owned; topic names borrowed from `produce` or
 						* the TopicId map; followed in the same allocation
@@ -235,6 +237,7 @@ enum proxy_close_cause {
 	PROXY_CLOSE_UPSTREAM_FRAME_MALFORMED,    /* malformed upstream frame */
 	PROXY_CLOSE_HELD_PRODUCE_UNENCODABLE,    /* could not encode a held Produce response */
 	PROXY_CLOSE_HELD_FETCH_UNCLAMPABLE,      /* could not clamp a held Fetch response */
+	PROXY_CLOSE_PRODUCER_ID_REFUSED,         /* switched: the broker issued no producer id (pidmap.c) */
 	PROXY_CLOSE_OUT_OF_MEMORY,               /* out of memory */
 	PROXY_CLOSE_SHUTDOWN,                    /* shutdown */
 	PROXY_CLOSE_SHUTDOWN_GRACE_EXPIRED,      /* shutdown grace period expired */
@@ -313,6 +316,14 @@ struct proxy_conn {
 	bool principal_exempt;         /* TLS certificate or SASL user matches consumers.exempt_principals */
 	uint64_t principal_exempt_gen; /* srv->conf_gen + 1 it was decided under (0: decide again):
 					* once per config and principal, which rarely change */
+	bool pid_wait;                 /* switched: a Produce waits unread in the client input for
+					* syncgate's own InitProducerId (pidmap.c): no client frame
+					* is handled (nor read) until its answer */
+	bool pid_again;                /* that answer came: the next frame handled is the same
+					* Produce again (request.c does not count it twice) */
+	bool init_pid_known;           /* init_pid_max was learnt */
+	int16_t init_pid_max;          /* the broker's highest InitProducerId version (its ApiVersions
+					* answer on this connection, response.c) */
 };
 TAILQ_HEAD(proxy_conn_list, proxy_conn);
 
@@ -351,7 +362,8 @@ struct proxy_server {
 	SSL_CTX *upstream_tls;         /* NULL: plaintext upstream */
 	SSL_CTX *switch_tls;           /* switch.tls: to the destination after the switch; NULL plaintext */
 	bool switched;                 /* this sidecar serves a mirror's destination (switch.c): every
-					* connection goes there, nothing is gated, fenced or clamped */
+					* connection goes there, nothing is gated, fenced or clamped,
+					* producer ids are remapped (pidmap.c) */
 	char switch_mirror[128];       /* that mirror ("" before the switch) */
 	bool switch_first_served;      /* a response from the destination went to a client */
 	struct proxy_topic_ids *topic_ids;
@@ -361,6 +373,7 @@ struct proxy_server {
 	size_t nconns;
 	uint64_t next_conn_id;
 	bool shutting_down;
+	struct proxy_pidmap *pidmap;   /* switched: producer ids (pidmap.c; made at first use); owned */
 	struct event *shutdown_timer;
 	struct event *keepalive_ev;    /* upstream.keepalive_ms: internal requests while holding */
 	/* gateway mode: learn a broker a response names (listener.c's
@@ -553,5 +566,6 @@ int proxy_advertise_endpoint(void *srv, int32_t node_id, const char *host, int32
 /* topic_ids.c, topic_lookup.c: proxy/topic_ids.h */
 
 #include "proxy/gated.h"
+#include "proxy/pidmap.h"
 
 #endif

@@ -7,7 +7,9 @@
  * or Fetch v13+ request naming a TopicId this sidecar does not know is
  * preceded upstream by its own Metadata lookup (topic_lookup.c, an INTERNAL
  * entry) so the gate and the clamp can name the topic when the response
- * comes. Loop thread.
+ * comes. On a switched sidecar a Produce's producer ids are rewritten first,
+ * or the frame waits unread for syncgate's own InitProducerId (pidmap.c).
+ * Loop thread.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,10 +171,12 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		return -1;
 	}
 	int fenced = proxy_fence_produce(c, in, len, h, wire_version, req); /* fenced: never forwarded */
-	if (fenced != 0) {
+	/* switched: producer ids rewritten, or the frame waits unread for one (pidmap.c) */
+	int mapped = fenced == 0 ? proxy_pidmap_produce(c, in, len, h, wire_version, req) : 0;
+	if (fenced != 0 || mapped != 0) {
 		codec_produce_request_free(req);
 		free(req);
-		return fenced > 0 ? 0 : -1;
+		return fenced < 0 || mapped < 0 ? -1 : 0;
 	}
 	if (req->acks == 0) {
 		/* no response will come: no FIFO slot, never gated */
@@ -217,7 +221,10 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	struct codec_iov iov[PROXY_MAX_IOV];
 	struct codec_request_header h;
 	request_metrics_init();
-	metric_add(m_bytes_in, (double)len + 4);
+	bool again = c->pid_again; /* a Produce handled again after its InitProducerId (pidmap.c) */
+	c->pid_again = false;
+	if (!again)
+		metric_add(m_bytes_in, (double)len + 4);
 
 	/* the header is small: look at its first bytes only */
 	size_t peek = len < 512 ? len : 512;
@@ -258,7 +265,8 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	proxy_client_note(c, in, len, &h, iov, niov);
 	if (h.api_key == CODEC_API_PRODUCE) {
-		metric_add(m_frames[0], 1);
+		if (!again)
+			metric_add(m_frames[0], 1);
 		return handle_produce(c, in, len, &h);
 	}
 	metric_add(m_frames[1], 1);
@@ -295,6 +303,9 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 		    codec_sasl_username(c->sasl_mech, tok, n, c->sasl_user, sizeof(c->sasl_user)) == 0)
 			e->sasl_auth = true;
 	}
+	if ((h.api_key == CODEC_API_INIT_PRODUCER_ID || h.api_key == CODEC_API_END_TXN) &&
+	    proxy_pidmap_txn_request(c, e, in, len, &h) < 0)
+		return -1;
 	if (proxy_clamp_request(c, e, in, len, &h) < 0)
 		return -1;
 	forward(c, in, len);

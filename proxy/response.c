@@ -109,6 +109,11 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 	for (size_t i = 0; i < m.napi_keys; i++) {
 		struct codec_api_version_range *a = &m.api_keys[i];
 		const struct codec_api *api = codec_api_get(a->api_key);
+		if (a->api_key == CODEC_API_INIT_PRODUCER_ID) {
+			/* the version syncgate's own InitProducerId uses (pidmap.c) */
+			c->init_pid_max = a->max_version;
+			c->init_pid_known = true;
+		}
 		if (a->api_key == CODEC_API_PRODUCE) {
 			if (a->max_version >= 13 &&
 			    c->srv->conf->gate_advertise_produce_v14 == CONF_V14_AUTO) {
@@ -135,16 +140,19 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 }
 
 /* A response to syncgate's own request (internal.c): a Metadata response
- * answers a TopicId lookup (topic_lookup.c), a keepalive's is dropped;
+ * answers a TopicId lookup (topic_lookup.c), an InitProducerId one gives a
+ * switched client's producer its id (pidmap.c), a keepalive's is dropped;
  * nothing is sent. */
 static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 			      struct evbuffer *in, size_t len, size_t hdr_len)
 {
 	struct codec_iov iov[PROXY_MAX_IOV];
-	int niov = e->api_key == CODEC_API_METADATA
+	int niov = e->api_key == CODEC_API_METADATA || e->api_key == CODEC_API_INIT_PRODUCER_ID
 			   ? proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV)
 			   : -1;
-	if (niov >= 0)
+	if (e->api_key == CODEC_API_INIT_PRODUCER_ID)
+		proxy_pidmap_answer(c, e, iov, niov); /* closes the pair when no id came */
+	else if (niov >= 0)
 		proxy_topic_lookup_answer(c, e, iov, niov);
 	evbuffer_drain(in, len + 4);
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
@@ -203,7 +211,9 @@ static struct response_plan response_plan(const struct proxy_entry *e)
 		/* SaslHandshake: only v0 starts raw tokens; SaslAuthenticate: only
 		 * while the principal is unknown (request.c set e->sasl_auth) */
 		p.body = key == CODEC_API_SASL_HANDSHAKE ? version == 0
-		       : key == CODEC_API_SASL_AUTHENTICATE ? e->sasl_auth : true;
+		       : key == CODEC_API_SASL_AUTHENTICATE ? e->sasl_auth
+		       : key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN ? proxy_pidmap_reads_response(e)
+		       : true;
 	}
 	if ((does & CODEC_DOES_HOLD) && e->produce)
 		p.body = true; /* a gated Produce: its summary says which partitions */
@@ -317,6 +327,8 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	if (key == CODEC_API_METADATA)
 		learn_topic_ids(c, iov, niov, version);
+	if (key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN)
+		proxy_pidmap_issued(c, e, iov, niov); /* switched: a transactional id's producer id */
 	if (!endpoints) {
 		respond_unchanged(c, e, in, len);
 		return 0;

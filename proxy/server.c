@@ -88,6 +88,7 @@ void proxy_server_free(struct proxy_server *srv)
 	if (srv->gate)
 		mirror_gate_on_switch(srv->gate, NULL, NULL);
 	proxy_topic_ids_free(srv->topic_ids);
+	proxy_pidmap_free(srv->pidmap);
 	free(srv);
 }
 

@@ -52,6 +52,10 @@ int proxy_stream_request_start(struct proxy_conn *c, size_t len)
 	 * (fence.c, on the whole request): while one stands, read it whole */
 	if (c->srv->gate && mirror_gate_any_fenced(c->srv->gate))
 		return 2;
+	/* switched: its batches' producer ids are rewritten in place (pidmap.c)
+	 * before any byte goes upstream, so it is read whole (max_frame_bytes) */
+	if (c->srv->switched)
+		return 2;
 	proxy_st_stream_metrics_init();
 	metric_add(proxy_st_m_streamed, 1);
 	proxy_request_count(c, len, true);

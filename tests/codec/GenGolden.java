@@ -225,6 +225,29 @@ public class GenGolden {
 		}
 	}
 
+	static void initProducerId() throws Exception {
+		ApiKeys k = ApiKeys.INIT_PRODUCER_ID;
+		for (short v = 0; v <= 5; v++) {
+			InitProducerIdRequestData req = new InitProducerIdRequestData().setTransactionalId("golden-txn")
+				.setTransactionTimeoutMs(60000);
+			if (v >= 3) req.setProducerId(4242L).setProducerEpoch((short) 7);
+			put("init_producer_id", k, v, true, req);
+			put("init_producer_id", k, v, false, new InitProducerIdResponseData().setThrottleTimeMs(5)
+				.setErrorCode((short) 0).setProducerId(1000001L).setProducerEpoch((short) 3));
+		}
+	}
+
+	static void endTxn() throws Exception {
+		ApiKeys k = ApiKeys.END_TXN;
+		for (short v = 0; v <= 5; v++) {
+			put("end_txn", k, v, true, new EndTxnRequestData().setTransactionalId("golden-txn")
+				.setProducerId(4242L).setProducerEpoch((short) 7).setCommitted(true));
+			EndTxnResponseData resp = new EndTxnResponseData().setThrottleTimeMs(5).setErrorCode((short) 0);
+			if (v >= 5) resp.setProducerId(1000002L).setProducerEpoch((short) 0);
+			put("end_txn", k, v, false, resp);
+		}
+	}
+
 	static void apiVersions() throws Exception {
 		ApiKeys k = ApiKeys.API_VERSIONS;
 		for (short v = 0; v <= 4; v++) {
@@ -311,6 +334,8 @@ public class GenGolden {
 		metadata();
 		findCoordinator();
 		describeCluster();
+		initProducerId();
+		endTxn();
 		apiVersions();
 		listOffsets();
 		share();

@@ -24,12 +24,14 @@ TARGETS = {
     "api_versions_response": ("api_versions_resp", False, 18, 0),
     "list_offsets_request": ("list_offsets_req", True, 2, 1),
     "list_offsets_response": ("list_offsets_resp", False, 2, 1),
+    "init_producer_id_response": ("init_producer_id_resp", False, 22, 0),
+    "end_txn_response": ("end_txn_resp", False, 26, 0),
 }
 # fuzz_rewrite_endpoints: api index in its table, vmin
 REWRITE = {"metadata_resp": (0, 0), "find_coordinator_resp": (1, 0), "describe_cluster_resp": (2, 0),
            "produce_resp": (3, 10), "fetch_resp": (4, 16), "share_fetch_resp": (5, 1),
            "share_acknowledge_resp": (6, 1)}
-FLEX = {0: 9, 1: 12, 2: 6, 3: 9, 10: 3, 18: 3, 60: 0, 78: 0, 79: 0}
+FLEX = {0: 9, 1: 12, 2: 6, 3: 9, 10: 3, 18: 3, 22: 2, 26: 3, 60: 0, 78: 0, 79: 0}
 
 
 def uvarint_len(b, off):

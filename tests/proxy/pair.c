@@ -49,6 +49,7 @@ void pair_fini(struct fixture *f)
 	if (f->srv.gate)
 		mirror_gate_free(f->srv.gate); /* a test's gate: before the loop it uses */
 	proxy_topic_ids_free(f->srv.topic_ids);
+	proxy_pidmap_free(f->srv.pidmap);
 	event_base_free(f->base);
 	conf_free(f->conf);
 	if (f->cl >= 0)
