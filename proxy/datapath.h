@@ -507,6 +507,15 @@ void proxy_entry_set_state(struct proxy_conn *c, struct proxy_entry *e, enum pro
 void proxy_entry_queue(struct proxy_conn *c, struct proxy_entry *e, size_t n);
 /** Move every READY entry at the head of the FIFO to the client, in order. */
 void proxy_fifo_flush(struct proxy_conn *c);
+/**
+ * Answer the Produce request `h` (sent at `wire_version`) with `resp`,
+ * written by syncgate, never forwarded: a READY entry at the tail of c's
+ * FIFO holding the encoded frame (CorrelationId, the flexible header's
+ * empty tags). `resp` stays the caller's. 0, or -1 on ENOMEM or an
+ * unencodable response (nothing queued). Loop thread.
+ */
+int proxy_fifo_answer_produce(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			      const struct codec_produce_response *resp);
 
 /* request.c: one complete client frame of `len` body bytes at the head of `in` */
 /** Count a client request of `len` body bytes in the metrics (`produce`: a Produce). */

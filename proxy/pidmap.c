@@ -263,31 +263,8 @@ static int answer_all(struct proxy_conn *c, const struct codec_request_header *h
 				goto out;
 		}
 	}
-	struct codec_buf body;
-	codec_buf_init(&body, (size_t)c->srv->conf->max_frame_bytes);
-	if (codec_produce_response_encode(&resp, wire_version, &body) != CODEC_OK) {
-		codec_buf_free(&body);
+	if (proxy_fifo_answer_produce(c, h, wire_version, &resp) < 0)
 		goto out;
-	}
-	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
-	if (!e || !(e->out = evbuffer_new())) {
-		codec_buf_free(&body);
-		goto out;
-	}
-	e->correlation_id = h->correlation_id;
-	e->api_key = h->api_key;
-	e->client_version = h->api_version;
-	e->api_version = wire_version;
-	/* response header: CorrelationId, then (v1, flexible) empty tagged fields */
-	bool flexible = codec_response_header_version(h->api_key, wire_version) >= 1;
-	size_t len = 4 + (flexible ? 1 : 0) + body.len;
-	uint32_t corr = (uint32_t)h->correlation_id;
-	uint8_t pre[9] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
-			   (uint8_t)(corr >> 24), (uint8_t)(corr >> 16), (uint8_t)(corr >> 8), (uint8_t)corr, 0 };
-	evbuffer_add(e->out, pre, flexible ? 9 : 8);
-	evbuffer_add(e->out, body.data, body.len);
-	codec_buf_free(&body);
-	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	rc = 0;
 out:
 	codec_produce_response_free(&resp);

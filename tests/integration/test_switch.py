@@ -208,14 +208,15 @@ def test_restarted_sidecar_replays_the_switch(bed, make_syncgate, make_testmirro
 
 
 class RdkafkaLoad:
-    """A librdkafka idempotent producer on a thread: "<prefix><i>" (key =
-    value) every ~5 ms until stop(); acks as (partition, offset, value, sent_ms),
-    errors as (value, error name)."""
+    """A librdkafka producer (idempotent by default) on a thread:
+    "<prefix><i>" (key = value) every ~3 ms until stop(); acks as
+    (partition, offset, value, acknowledged at ms), errors by name."""
 
-    def __init__(self, bootstrap, topic, prefix):
+    def __init__(self, bootstrap, topic, prefix, idempotent=True):
         from confluent_kafka import Producer
-        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 2,
-                           "acks": "all", "request.timeout.ms": 2000, "message.timeout.ms": 10000})
+        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": idempotent, "linger.ms": 2,
+                           "acks": "all", "request.timeout.ms": 2000, "message.timeout.ms": 20000,
+                           "retries": 1000000})
         self.topic, self.prefix = topic, prefix
         self.acks, self.errs = [], []
         self.halt = threading.Event()
@@ -226,16 +227,18 @@ class RdkafkaLoad:
         i = 0
         while not self.halt.is_set():
             v = f"{self.prefix}{i}"
-            sent = time.time() * 1000
 
-            def cb(err, m, v=v, sent=sent):
+            def cb(err, m, v=v):
                 if err:
-                    self.errs.append((v, err.name()))
+                    self.errs.append(err.name())
                 else:
-                    self.acks.append((m.partition(), m.offset(), v, sent))
-            self.p.produce(self.topic, key=v, value=v, on_delivery=cb)
-            self.p.poll(0.005)
-            i += 1
+                    self.acks.append((m.partition(), m.offset(), v, time.time() * 1000))
+            try:
+                self.p.produce(self.topic, key=v, value=v, on_delivery=cb)
+                i += 1
+            except BufferError:
+                pass
+            self.p.poll(0.003)
         self.p.flush(30)
 
     def stop(self):
@@ -248,20 +251,23 @@ class SwitchedGroupConsumer:
     `every` records and, like any consumer written for rebalances, carries on
     when a commit fails (the switch moves the group to the destination's
     coordinator, which does not know the member: UNKNOWN_MEMBER_ID once, then
-    the member rejoins there)."""
+    the member rejoins there). With `dest`, each committed offset is noted
+    with the destination's end right after the commit: (partition, offset,
+    end)."""
 
-    def __init__(self, bootstrap, group, topic, every=20):
+    def __init__(self, bootstrap, group, topic, every=20, dest=None):
         from confluent_kafka import Consumer
         self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
                            "auto.offset.reset": "earliest", "fetch.wait.max.ms": 50})
         self.c.subscribe([topic])
-        self.every, self.seen, self.commit_errors = every, [], []
+        self.wm = Consumer({"bootstrap.servers": dest.bootstrap, "group.id": "switch-watermarks"}) if dest else None
+        self.topic, self.every, self.seen, self.commits, self.commit_errors = topic, every, [], [], []
         self.halt = threading.Event()
         self.t = threading.Thread(target=self._run, daemon=True)
         self.t.start()
 
     def _run(self):
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaException, TopicPartition
         n = 0
         while not self.halt.is_set():
             m = self.c.poll(0.1)
@@ -269,16 +275,23 @@ class SwitchedGroupConsumer:
                 continue
             self.seen.append((m.partition(), m.offset(), m.value().decode()))
             n += 1
-            if n % self.every == 0:
-                try:
-                    self.c.commit(asynchronous=False)
-                except KafkaException as e:
-                    self.commit_errors.append(e.args[0].name())
+            if n % self.every:
+                continue
+            try:
+                for tp in self.c.commit(asynchronous=False) or []:
+                    if self.wm and tp.offset >= 0:
+                        end = self.wm.get_watermark_offsets(TopicPartition(self.topic, tp.partition), timeout=10,
+                                                            cached=False)[1]
+                        self.commits.append((tp.partition, tp.offset, end))
+            except KafkaException as e:
+                self.commit_errors.append(e.args[0].name())
 
     def stop(self):
         self.halt.set()
-        self.t.join(10)
+        self.t.join(15)
         self.c.close()
+        if self.wm:
+            self.wm.close()
 
 
 def test_switch_three_sidecars_to_a_destination_with_other_node_ids(bed, load_classes, make_cluster,

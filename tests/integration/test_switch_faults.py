@@ -44,96 +44,15 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from kafkabed import wait_until
 from sgfixture import free_port, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from sghelpers import ctl, describe, lifecycle_extra, wait_state, write_token
-from test_switch import switch_base
+from test_switch import RdkafkaLoad, SwitchedGroupConsumer, switch_base
 
 pytestmark = pytest.mark.kafka
 
 FAULTS = ["none", "mirror_paused", "sidecar_killed", "restart_after", "kill_caller"]
-
-
-class Load:
-    """A librdkafka producer on a thread ("<prefix><i>", key = value)."""
-
-    def __init__(self, bootstrap, topic, prefix, idempotent):
-        self.p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": idempotent, "acks": "all",
-                           "linger.ms": 2, "request.timeout.ms": 2000, "message.timeout.ms": 20000,
-                           "retries": 1000000})
-        self.topic, self.prefix = topic, prefix
-        self.acks, self.errs, self.halt = [], [], threading.Event()
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def _run(self):
-        i = 0
-        while not self.halt.is_set():
-            v = f"{self.prefix}{i}"
-
-            def cb(err, m, v=v):
-                if err:
-                    self.errs.append(err.name())
-                else:
-                    self.acks.append((m.partition(), m.offset(), v, time.time() * 1000))
-            try:
-                self.p.produce(self.topic, key=v, value=v, on_delivery=cb)
-                i += 1
-            except BufferError:
-                pass
-            self.p.poll(0.003)
-        self.p.flush(30)
-
-    def stop(self):
-        self.halt.set()
-        self.t.join(60)
-
-
-class Group:
-    """A consumer group member on a thread: every record it receives, and its
-    committed offsets checked against the destination's end right after each
-    commit (commit failures at the switch are expected once: the member
-    rejoins the destination's coordinator)."""
-
-    def __init__(self, bootstrap, topic, dest, partitions):
-        self.c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex[:6]}",
-                           "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                           "fetch.wait.max.ms": 50})
-        self.c.subscribe([topic])
-        self.topic, self.partitions = topic, partitions
-        self.wm = Consumer({"bootstrap.servers": dest.bootstrap, "group.id": "swf-watermarks"})
-        self.seen, self.commits, self.commit_errors = [], [], []
-        self.halt = threading.Event()
-        self.t = threading.Thread(target=self._run, daemon=True)
-        self.t.start()
-
-    def _run(self):
-        n = 0
-        while not self.halt.is_set():
-            m = self.c.poll(0.1)
-            if m is None or m.error():
-                continue
-            self.seen.append((m.partition(), m.offset(), m.value()))
-            n += 1
-            if n % 25:
-                continue
-            try:
-                for tp in self.c.commit(asynchronous=False) or []:
-                    if tp.offset >= 0:
-                        # a commit never points past what the destination holds now
-                        hw = self.wm.get_watermark_offsets(TopicPartition(self.topic, tp.partition),
-                                                           timeout=10, cached=False)[1]
-                        self.commits.append((tp.partition, tp.offset, hw))
-            except KafkaException as e:
-                self.commit_errors.append(e.args[0].name())
-
-    def stop(self):
-        self.halt.set()
-        self.t.join(15)
-        self.c.close()
-        self.wm.close()
 
 
 def one_round(bed, make_syncgate, make_testmirror, source, dest, rng, r):
@@ -159,8 +78,8 @@ def one_round(bed, make_syncgate, make_testmirror, source, dest, rng, r):
         wait_state(sg, "dr", topic, timeout=120, effective="SYNC")
     caller, other = rng.sample(sgs, 2)
     bootstrap = ",".join(sg.bootstrap for sg in sgs)
-    idem, plain = Load(bootstrap, topic, "i", True), Load(bootstrap, topic, "p", False)
-    group = Group(bootstrap, topic, dest, partitions)
+    idem, plain = RdkafkaLoad(bootstrap, topic, "i"), RdkafkaLoad(bootstrap, topic, "p", idempotent=False)
+    group = SwitchedGroupConsumer(bootstrap, f"g-{uuid.uuid4().hex[:6]}", topic, every=25, dest=dest)
     lead = rng.uniform(1.0, 4.0)
     print(f"round {r}: {partitions} partition(s), fault {fault}, switch after {lead:.1f} s via {caller.name}")
     try:
@@ -225,7 +144,7 @@ def one_round(bed, make_syncgate, make_testmirror, source, dest, rng, r):
                 first.append(v)
         idx = [int(v[1:]) for v in first]
         assert idx == sorted(idx), f"round {r} {fault}: idempotent records out of order on partition {p}"
-    bad = [(p, o) for p, o, v in group.seen if dst[p].get(o) != v]
+    bad = [(p, o) for p, o, v in group.seen if dst[p].get(o) != v.encode()]
     assert not bad, f"round {r} {fault}: consumed records unlike the destination's: {bad[:5]}"
     past = [c for c in group.commits if c[1] > c[2]]
     assert not past, f"round {r} {fault}: commits past the destination's end: {past[:5]}"
