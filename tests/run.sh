@@ -178,7 +178,7 @@ if [ $unit -eq 1 ]; then
       SG_STATE_HOME="/tmp/syncgate-testbed/pytest-asan.$$" SYNCGATE_BIN="$repo/build-asan/proxy/syncgate" \
         UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
         "$PY" -m pytest -q -p no:cacheprovider "${tmo[@]+"${tmo[@]}"}" tests/integration \
-        -k "restart_history or test_lifecycle"
+        -k "restart_history or test_lifecycle or replays_the_switch"
       local rc=$?
       rmdir "/tmp/syncgate-testbed/pytest-asan.$$" 2>/dev/null
       [ $rc -eq 0 ]
