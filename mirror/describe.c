@@ -116,7 +116,11 @@ static void topic_gates(struct mirror_tstate *t, void *arg)
 bool mirror_gate_mirror_idle(struct mirror_gate *g, const char *mirror)
 {
 	struct mirror_link *l = mirror_link_find(g, mirror);
-	if (!l || l->listed != 0 || !g->state_ready)
+	if (!l || !g->state_ready)
+		return false;
+	if (g->switched)
+		return true; /* serving a destination: no mirror gates anything here, and none reports */
+	if (l->listed != 0)
 		return false;
 	bool gates = false;
 	mirror_each_topic(NULL, l, topic_gates, &gates);

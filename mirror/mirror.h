@@ -287,7 +287,9 @@ bool mirror_gate_mirror_reported(struct mirror_gate *g, const char *mirror, char
  * end, its worker's last source listing matched no topic (sync_topics match
  * none, none demanded), and none of its topics is desired or effectively
  * SYNC — e.g. a mirror whose topics are to be added later with
- * `syncgate-ctl --add`. False for an unknown mirror. For /readyz. Loop thread.
+ * `syncgate-ctl --add`; or this sidecar serves a destination (the switch:
+ * no mirror gates or reports any more). False for an unknown mirror. For
+ * /readyz. Loop thread.
  */
 bool mirror_gate_mirror_idle(struct mirror_gate *g, const char *mirror);
 

@@ -309,7 +309,7 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 	evhttp_set_cb(a->http, "/healthz", healthz_cb, a);
 	evhttp_set_cb(a->http, "/readyz", readyz_cb, a);
 	evhttp_set_cb(a->http, "/v1/mirrors", mirrors_cb, a);
-	proxy_admin_api_register(a->http, conf, gate);
+	proxy_admin_api_register(a->http, conf, gate, a->conns);
 	LOG_I("admin_listening", "address=%s:%d tls=%s", conf->admin_listen.host, conf->admin_listen.port,
 	      !conf->admin_tls.enabled ? "off" : conf->admin_tls.client_ca ? "mutual" : "on");
 	if (!conf->admin_tls.enabled && !proxy_host_is_loopback(conf->admin_listen.host))

@@ -27,8 +27,12 @@ struct proxy_admin *proxy_admin_new(struct event_base *base, const struct conf *
 void proxy_admin_free(struct proxy_admin *a);
 /** Apply a reload: re-read admin.tls files. 0, or -1 (logged, unchanged). */
 int proxy_admin_reconfigure(struct proxy_admin *a, const struct conf *conf);
-/* admin_api.c: POST /v1/alter and /v1/release (bearer token; see proxy/cmd/syncgate-ctl.c). Loop thread. */
-void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate);
+struct admin_conns;
+struct evhttp_connection;
+/* admin_api.c: the mutating endpoints (bearer token; see proxy/cmd/syncgate-ctl.c); their calls'
+ * close callbacks go through `conns` (admin_conns.c). Loop thread. */
+void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate,
+			      struct admin_conns *conns);
 
 /* ---- admin_tls.c ---- */
 
@@ -62,6 +66,7 @@ void proxy_admin_transport_free(struct admin_transport *t);
 /* ---- admin_conns.c ---- */
 
 struct admin_conns;
+struct evhttp_connection;
 struct evhttp_bound_socket;
 
 /**
@@ -81,6 +86,14 @@ void proxy_admin_conns_bound(struct admin_conns *cs, struct evhttp_bound_socket 
 void proxy_admin_conns_reconfigure(struct admin_conns *cs, const struct conf *conf);
 /** After evhttp_free; NULL is fine. */
 void proxy_admin_conns_free(struct admin_conns *cs);
+/**
+ * Have `fn(evcon, arg)` called when evhttp closes `evcon` (NULL `fn`: no
+ * longer), without taking the connection's one close callback from the
+ * count (evhttp_connection_set_closecb would replace it). A connection the
+ * count does not know gets evhttp_connection_set_closecb. Loop thread.
+ */
+void proxy_admin_conns_on_close(struct admin_conns *cs, struct evhttp_connection *evcon,
+				void (*fn)(struct evhttp_connection *evcon, void *arg), void *arg);
 
 /** Whether `host` (an admin.listen host) is a loopback address or "localhost". */
 bool proxy_host_is_loopback(const char *host);

@@ -38,6 +38,9 @@ struct admin_api {
 	char *token_file;            /* copied at registration; NULL: mutating calls refused */
 };
 
+/* The admin connections' count: close callbacks go through it (admin_conns.c). */
+static struct admin_conns *api_conns;
+
 /* One call waiting for the gate. */
 struct admin_call {
 	struct evhttp_request *req;
@@ -151,7 +154,7 @@ static void call_closed(struct evhttp_connection *conn, void *arg)
 static void call_answered(void *arg, int status, const char *body)
 {
 	struct admin_call *c = arg;
-	evhttp_connection_set_closecb(c->conn, NULL, NULL);
+	proxy_admin_conns_on_close(api_conns, c->conn, NULL, NULL);
 	reply_json(c->req, status, body);
 	free(c);
 }
@@ -177,7 +180,7 @@ static void call_start(struct admin_call *c, struct mirror_op *op)
 		return;
 	}
 	c->op = op; /* answered later, from the loop: never inside the gate call */
-	evhttp_connection_set_closecb(c->conn, call_closed, c);
+	proxy_admin_conns_on_close(api_conns, c->conn, call_closed, c);
 }
 
 /* The body of an authorized POST as a JSON object, or NULL (replied). */
@@ -313,7 +316,7 @@ static void failover_common(struct evhttp_request *req, struct admin_api *api, b
 	}
 	/* the answer comes after the drain: keep the connection past admin's 30 s */
 	evhttp_connection_set_timeout(c->conn, 120 + (fr.timeout_ms > 0 ? fr.timeout_ms / 1000 : 60));
-	evhttp_connection_set_closecb(c->conn, call_closed, c);
+	proxy_admin_conns_on_close(api_conns, c->conn, call_closed, c);
 }
 
 /* POST /v1/switch (mirror/switch.c). */
@@ -335,7 +338,7 @@ static void switch_cb(struct evhttp_request *req, void *arg)
 			reply_error(req, 500, "out of memory");
 			free(c);
 		} else {
-			evhttp_connection_set_closecb(c->conn, call_closed, c);
+			proxy_admin_conns_on_close(api_conns, c->conn, call_closed, c);
 		}
 	}
 	json_decref(j);
@@ -351,11 +354,13 @@ static void verify_cb(struct evhttp_request *req, void *arg)
 	failover_common(req, arg, false);
 }
 
-void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate)
+void proxy_admin_api_register(struct evhttp *http, const struct conf *conf, struct mirror_gate *gate,
+			      struct admin_conns *conns)
 {
 	/* Lives as long as the process (the admin listener is never re-created). */
 	static struct admin_api api;
 	api.gate = gate;
+	api_conns = conns;
 	free(api.token_file);
 	api.token_file = conf->admin_token_file ? strdup(conf->admin_token_file) : NULL;
 	evhttp_set_cb(http, "/v1/alter", alter_cb, &api);

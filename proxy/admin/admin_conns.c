@@ -47,6 +47,9 @@ struct admin_conn {
 	struct admin_conns *owner;
 	struct bufferevent *bev;        /* one reference is ours */
 	bool closecb_set;               /* its evhttp_connection has our close callback */
+	struct evhttp_connection *evcon; /* known once closecb_set */
+	void (*user_cb)(struct evhttp_connection *evcon, void *arg); /* proxy_admin_conns_on_close */
+	void *user_arg;
 	struct admin_conn *prev, *next;
 };
 
@@ -105,15 +108,39 @@ static void conn_release(struct admin_conn *c)
 /* evhttp closes the connection (inside evhttp_connection_free or its reset). */
 static void conn_closed_cb(struct evhttp_connection *evcon, void *arg)
 {
-	conn_release(arg);
+	struct admin_conn *c = arg;
+	void (*fn)(struct evhttp_connection *, void *) = c->user_cb;
+	void *user_arg = c->user_arg;
+	conn_release(c);
+	if (fn)
+		fn(evcon, user_arg);
 }
 
-/* The bufferevent's callbacks were cleared: evhttp freed the connection. */
+/* Every callback of the bufferevent was cleared: evhttp freed the connection
+ * (bufferevent_free clears all three; evhttp clears only the read callback
+ * while it writes a response, which must not count as gone). */
 static bool conn_gone(const struct admin_conn *c, void **evcon)
 {
-	bufferevent_data_cb readcb = NULL;
-	bufferevent_getcb(c->bev, &readcb, NULL, NULL, evcon);
-	return readcb == NULL;
+	bufferevent_data_cb readcb = NULL, writecb = NULL;
+	bufferevent_event_cb eventcb = NULL;
+	bufferevent_getcb(c->bev, &readcb, &writecb, &eventcb, evcon);
+	return !readcb && !writecb && !eventcb;
+}
+
+void proxy_admin_conns_on_close(struct admin_conns *cs, struct evhttp_connection *evcon,
+				void (*fn)(struct evhttp_connection *evcon, void *arg), void *arg)
+{
+	for (struct admin_conn *c = cs ? cs->head : NULL; c; c = c->next) {
+		void *e = c->evcon;
+		if (!c->closecb_set)
+			bufferevent_getcb(c->bev, NULL, NULL, NULL, &e);
+		if (e == evcon) {
+			c->user_cb = fn;
+			c->user_arg = arg;
+			return;
+		}
+	}
+	evhttp_connection_set_closecb(evcon, fn, arg); /* not counted (out of memory) */
 }
 
 static void fixup_cb(evutil_socket_t fd, short what, void *arg)
@@ -131,6 +158,7 @@ static void fixup_cb(evutil_socket_t fd, short what, void *arg)
 		}
 		evhttp_connection_set_closecb(evcon, conn_closed_cb, c);
 		c->closecb_set = true;
+		c->evcon = evcon;
 	}
 }
 

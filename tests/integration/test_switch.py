@@ -197,6 +197,8 @@ def test_restarted_sidecar_replays_the_switch(bed, make_syncgate, make_testmirro
     sg.start(wait=True)
     assert "switch_applied" in sg.log() and "replayed=true" in sg.log().split("switch_applied")[-1][:400]
     assert describe(sg)["serving"] == "dr"
+    # ready although no mirror reports any more (their workers stop at the switch)
+    wait_until(lambda: sg.http("/readyz")[0] == 200, timeout=30, what="/readyz 200 after the restart")
     c = RawClient("127.0.0.1", sg.port)
     try:
         (p,) = c.produce(topic_name, 0, [b"after-restart"], version=9).topics[topic_name]
