@@ -12,9 +12,13 @@
  *     evhttp_connection: read on the next loop turn (`fixup_ev`, before any
  *     I/O of the new connection), it gets evhttp_connection_set_closecb,
  *     which evhttp calls when it closes the connection: -1;
- *   - bufferevent_free clears a bufferevent's callbacks: a connection freed
- *     without its close callback (before the fixup, or on a path that skips
- *     it) is found by a sweep every SWEEP_MS and counted out then;
+ *   - bufferevent_free clears all three of a bufferevent's callbacks (evhttp
+ *     clears only the read one while it writes a response): a connection
+ *     freed without its close callback (before the fixup, or on a path that
+ *     skips it) is found by a sweep every SWEEP_MS and counted out then;
+ *   - that one close callback is the count's: the admin calls that need to
+ *     know of a close register through proxy_admin_conns_on_close, which
+ *     chains theirs behind it;
  *   - evhttp_bind_socket_with_handle + evhttp_bound_socket_get_listener: at
  *     the cap the listener is disabled (evconnlistener_disable, which also
  *     ends libevent's accept loop at once), below it enabled again. New
