@@ -64,6 +64,13 @@ def test_one_stopped_destination_broker_holds_only_its_partitions(
     healthy = [p for p, b in leaders.items() if b != x]
     c = RawClient("127.0.0.1", sg.port)
     held = RawClient("127.0.0.1", sg.port)
+    # one acknowledged (so mirrored) record per partition first: the test
+    # mirror's idempotent producer has its producer id before X stops (a
+    # fresh cluster answers COORDINATOR_LOAD_IN_PROGRESS for a while, and with
+    # X stopped it copied nothing for 30 s in a CI run)
+    for p in leaders:
+        (res,) = c.produce(topic_name, p, [b"warm-up"], version=9, timeout_ms=60000).topics[topic_name]
+        assert res.error_code == 0, (p, res)
     dst3.pause_broker(x)
     try:
         send_held(held, topic_name, slow_part, b"on-the-stopped-broker")
