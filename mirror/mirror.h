@@ -443,6 +443,15 @@ struct mirror_failover *mirror_gate_failover(struct mirror_gate *g, const struct
  * its job finishes alone. Loop thread. */
 void mirror_failover_cancel(struct mirror_failover *f);
 
+/**
+ * The source broker recreated `topic` (a sidecar saw a new TopicId for its
+ * name): every mirror forgets the partitions' progress and views (the
+ * destination may hold the old topic's records at the same offsets) and
+ * re-confirms them with a source read after the destination's, so the
+ * clamp and the gate fail closed until then. Loop thread.
+ */
+void mirror_gate_topic_recreated(struct mirror_gate *g, const char *topic);
+
 /* ------------------------------------------------------------------------ */
 /* The switch (docs/switchover.md) — mirror/switch.c                        */
 /* ------------------------------------------------------------------------ */

@@ -276,3 +276,23 @@ void mirror_hw_free(struct mirror_gate *g)
 	free(hw);
 	g->hw = NULL;
 }
+
+void mirror_gate_topic_recreated(struct mirror_gate *g, const char *topic)
+{
+	for (size_t i = 0; i < g->nlinks; i++) {
+		struct mirror_link *l = g->links[i];
+		struct mirror_tstate *t = mirror_tstate_get(l, topic, false);
+		if (!t)
+			continue;
+		LOG_W("mirror_source_topic_recreated", "mirror=%s topic=%s reason=\"the source broker has a new "
+		      "TopicId for this name: its progress is measured again before any record counts as mirrored\"",
+		      l->name, topic);
+		for (int32_t p = 0; p < t->nparts_alloc; p++) {
+			if (!t->parts[p])
+				continue;
+			mirror_pstate_forget_view(t->parts[p]);
+			if (l->worker)
+				mirror_worker_suspect(l->worker, topic, p);
+		}
+	}
+}

@@ -31,6 +31,16 @@ static int server_tls_load(struct proxy_server *srv, const struct conf *cf)
 	return 0;
 }
 
+/* This broker recreated `name` (a new TopicId): the gate forgets what it
+ * measured of the old topic, so the clamp fails closed until it is measured
+ * again (the destination may still hold the old topic's records). */
+static void topic_recreated(void *arg, const char *name)
+{
+	struct proxy_server *srv = arg;
+	if (srv->gate)
+		mirror_gate_topic_recreated(srv->gate, name);
+}
+
 struct proxy_server *proxy_server_new(struct event_base *base, const struct conf *conf,
 				      struct mirror_gate *gate)
 {
@@ -56,6 +66,7 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 		return NULL;
 	}
 	proxy_switch_register(srv);
+	proxy_topic_ids_on_recreated(srv->topic_ids, topic_recreated, srv);
 	/* switch.* configured: nothing is served before the state log says which cluster */
 	if (!srv->switched && conf->switch_base_port > 0 && gate && !mirror_gate_state_ready(gate))
 		proxy_listeners_set_upstream(srv, true);

@@ -37,6 +37,8 @@ struct proxy_topic_ids {
 	size_t ids_cap, nids;            /* power of two */
 	struct topic_name **names;       /* NULL: empty slot */
 	size_t names_cap, nnames;        /* power of two */
+	void (*on_recreated)(void *arg, const char *name); /* proxy_topic_ids_on_recreated */
+	void *on_recreated_arg;
 };
 
 static size_t id_hash(const uint8_t id[16])
@@ -191,7 +193,16 @@ void proxy_topic_ids_learn(struct proxy_topic_ids *m, const uint8_t id[16], cons
 	memcpy(s->id, id, 16);
 	s->n = n;
 	m->nids++;
+	bool recreated = n->has_id; /* the name had another live id: deleted and created again */
 	set_live(n, id);
+	if (recreated && m->on_recreated)
+		m->on_recreated(m->on_recreated_arg, name);
+}
+
+void proxy_topic_ids_on_recreated(struct proxy_topic_ids *m, void (*fn)(void *arg, const char *name), void *arg)
+{
+	m->on_recreated = fn;
+	m->on_recreated_arg = arg;
 }
 
 void proxy_topic_ids_forget(struct proxy_topic_ids *m, const uint8_t id[16])

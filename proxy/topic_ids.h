@@ -37,6 +37,12 @@ enum proxy_topic_id_state {
 };
 /** An empty map; NULL on ENOMEM. */
 struct proxy_topic_ids *proxy_topic_ids_new(void);
+/**
+ * Have `fn(arg, name)` called when `name` is learnt with a new TopicId while
+ * it had another live one (this broker deleted and created the topic again):
+ * what was measured of the old topic must not count for the new one.
+ */
+void proxy_topic_ids_on_recreated(struct proxy_topic_ids *m, void (*fn)(void *arg, const char *name), void *arg);
 void proxy_topic_ids_free(struct proxy_topic_ids *m);
 /**
  * `id` is the TopicId of topic `name` (both borrowed; a zero id or empty name
