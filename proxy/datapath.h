@@ -516,6 +516,15 @@ void proxy_fifo_flush(struct proxy_conn *c);
  */
 int proxy_fifo_answer_produce(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
 			      const struct codec_produce_response *resp);
+/**
+ * proxy_fifo_answer_produce with every partition of `req` refused with
+ * `code` and, per topic, the message `topic_msg(arg, topic, buf, n)` writes
+ * into `buf` (n bytes). 0, or -1 (nothing queued). Loop thread.
+ */
+int proxy_fifo_refuse_produce(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			      const struct codec_produce_request *req, int16_t code,
+			      void (*topic_msg)(void *arg, const struct codec_produce_topic_req *t, char *buf, size_t n),
+			      void *arg);
 
 /* request.c: one complete client frame of `len` body bytes at the head of `in` */
 /** Count a client request of `len` body bytes in the metrics (`produce`: a Produce). */

@@ -42,54 +42,39 @@ static const char *req_topic_name(struct proxy_conn *c, const struct codec_produ
 	return t->name ? t->name : proxy_topic_ids_name(c->srv->topic_ids, t->topic_id);
 }
 
-/* The Produce response refusing every partition of `req`, as a READY entry. */
+/* Why the fence refuses a Produce, per topic of the request. */
+struct refusal {
+	struct proxy_conn *c;
+	const char *fenced_topic, *mirror; /* mirror NULL: an unresolved TopicId while a fence stands */
+};
+
+static void refusal_msg(void *arg, const struct codec_produce_topic_req *t, char *buf, size_t n)
+{
+	const struct refusal *r = arg;
+	const char *name = req_topic_name(r->c, t);
+	if (!r->mirror)
+		snprintf(buf, n, "syncgate: a failover fence stands and this request names a TopicId not "
+			 "resolved yet; retry");
+	else if (name && mirror_gate_fenced_by(r->c->srv->gate, name))
+		snprintf(buf, n, "syncgate: topic %s is fenced for the failover of mirror %s; produce to the new "
+			 "primary (syncgate-ctl unfence lifts the fence)", name, r->mirror);
+	else
+		snprintf(buf, n, "syncgate: refused with partitions of topic %s, fenced for the failover of mirror "
+			 "%s, in the same request", r->fenced_topic, r->mirror);
+}
+
+/* The Produce response refusing every partition of `req` (NOT_ENOUGH_REPLICAS), as a READY entry. */
 static int answer_refused(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
 			  const struct codec_produce_request *req, const char *fenced_topic, const char *mirror)
 {
-	struct codec_produce_response resp = {0};
-	int rc = -1;
-	char msg[300];
-	resp.topics = calloc(req->ntopics ? req->ntopics : 1, sizeof(*resp.topics));
-	if (!resp.topics)
+	struct refusal r = { c, fenced_topic, mirror };
+	if (proxy_fifo_refuse_produce(c, h, wire_version, req, CODEC_ERROR_NOT_ENOUGH_REPLICAS, refusal_msg, &r) < 0)
 		return -1;
-	resp.ntopics = req->ntopics;
 	size_t nparts = 0;
-	for (size_t t = 0; t < req->ntopics; t++) {
-		const struct codec_produce_topic_req *rt = &req->topics[t];
-		struct codec_produce_topic_resp *ot = &resp.topics[t];
-		const char *name = req_topic_name(c, rt);
-		bool own = name && mirror && mirror_gate_fenced_by(c->srv->gate, name);
-		if (rt->name && !(ot->name = strdup(rt->name)))
-			goto out;
-		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
-		ot->partitions = calloc(rt->npartitions ? rt->npartitions : 1, sizeof(*ot->partitions));
-		if (!ot->partitions)
-			goto out;
-		ot->npartitions = rt->npartitions;
-		if (!mirror)
-			snprintf(msg, sizeof(msg), "syncgate: a failover fence stands and this request names a "
-				 "TopicId not resolved yet; retry");
-		else if (own)
-			snprintf(msg, sizeof(msg), "syncgate: topic %s is fenced for the failover of mirror %s; "
-				 "produce to the new primary (syncgate-ctl unfence lifts the fence)", name, mirror);
-		else
-			snprintf(msg, sizeof(msg), "syncgate: refused with partitions of topic %s, fenced for the "
-				 "failover of mirror %s, in the same request", fenced_topic, mirror);
-		for (size_t p = 0; p < rt->npartitions; p++) {
-			struct codec_produce_partition_resp *op = &ot->partitions[p];
-			op->index = rt->partitions[p].index;
-			if (codec_produce_partition_fail(op, CODEC_ERROR_NOT_ENOUGH_REPLICAS, msg) < 0)
-				goto out;
-			nparts++;
-		}
-	}
-	if (proxy_fifo_answer_produce(c, h, wire_version, &resp) < 0)
-		goto out;
+	for (size_t t = 0; t < req->ntopics; t++)
+		nparts += req->topics[t].npartitions;
 	metric_add(m_parts, (double)nparts);
-	rc = 0;
-out:
-	codec_produce_response_free(&resp);
-	return rc;
+	return 0;
 }
 
 int proxy_fence_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,

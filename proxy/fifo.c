@@ -150,3 +150,38 @@ int proxy_fifo_answer_produce(struct proxy_conn *c, const struct codec_request_h
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	return 0;
 }
+
+int proxy_fifo_refuse_produce(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			      const struct codec_produce_request *req, int16_t code,
+			      void (*topic_msg)(void *arg, const struct codec_produce_topic_req *t, char *buf, size_t n),
+			      void *arg)
+{
+	struct codec_produce_response resp = { 0 };
+	int rc = -1;
+	char msg[300];
+	resp.topics = calloc(req->ntopics ? req->ntopics : 1, sizeof(*resp.topics));
+	if (!resp.topics)
+		return -1;
+	resp.ntopics = req->ntopics;
+	for (size_t t = 0; t < req->ntopics; t++) {
+		const struct codec_produce_topic_req *rt = &req->topics[t];
+		struct codec_produce_topic_resp *ot = &resp.topics[t];
+		if (rt->name && !(ot->name = strdup(rt->name)))
+			goto out;
+		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
+		ot->partitions = calloc(rt->npartitions ? rt->npartitions : 1, sizeof(*ot->partitions));
+		if (!ot->partitions)
+			goto out;
+		ot->npartitions = rt->npartitions;
+		topic_msg(arg, rt, msg, sizeof(msg));
+		for (size_t p = 0; p < rt->npartitions; p++) {
+			ot->partitions[p].index = rt->partitions[p].index;
+			if (codec_produce_partition_fail(&ot->partitions[p], code, msg) < 0)
+				goto out;
+		}
+	}
+	rc = proxy_fifo_answer_produce(c, h, wire_version, &resp);
+out:
+	codec_produce_response_free(&resp);
+	return rc;
+}

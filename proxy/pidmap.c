@@ -237,38 +237,10 @@ static int walk_request(struct proxy_server *srv, uint8_t *body, const struct co
 	return 0;
 }
 
-/* The Produce response refusing every partition of `req` with `code`, as a READY entry. */
-static int answer_all(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
-		      const struct codec_produce_request *req, int16_t code, const char *msg)
+static void refused_msg(void *arg, const struct codec_produce_topic_req *t, char *buf, size_t n)
 {
-	struct codec_produce_response resp = { 0 };
-	int rc = -1;
-	resp.topics = calloc(req->ntopics ? req->ntopics : 1, sizeof(*resp.topics));
-	if (!resp.topics)
-		return -1;
-	resp.ntopics = req->ntopics;
-	for (size_t t = 0; t < req->ntopics; t++) {
-		const struct codec_produce_topic_req *rt = &req->topics[t];
-		struct codec_produce_topic_resp *ot = &resp.topics[t];
-		if (rt->name && !(ot->name = strdup(rt->name)))
-			goto out;
-		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
-		ot->partitions = calloc(rt->npartitions ? rt->npartitions : 1, sizeof(*ot->partitions));
-		if (!ot->partitions)
-			goto out;
-		ot->npartitions = rt->npartitions;
-		for (size_t p = 0; p < rt->npartitions; p++) {
-			ot->partitions[p].index = rt->partitions[p].index;
-			if (codec_produce_partition_fail(&ot->partitions[p], code, msg) < 0)
-				goto out;
-		}
-	}
-	if (proxy_fifo_answer_produce(c, h, wire_version, &resp) < 0)
-		goto out;
-	rc = 0;
-out:
-	codec_produce_response_free(&resp);
-	return rc;
+	snprintf(buf, n, "syncgate: this sidecar now serves another cluster, which did not issue this producer "
+		 "id; initialise the transactional producer again");
 }
 
 static int refuse_transactional(struct proxy_conn *c, struct evbuffer *in, size_t len,
@@ -288,9 +260,8 @@ static int refuse_transactional(struct proxy_conn *c, struct evbuffer *in, size_
 		      (unsigned long long)suppressed);
 	if (req->acks == 0)
 		return -1;
-	if (answer_all(c, h, wire_version, req, CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING,
-		       "syncgate: this sidecar now serves another cluster, which did not issue this producer id; "
-		       "initialise the transactional producer again") < 0)
+	if (proxy_fifo_refuse_produce(c, h, wire_version, req, CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING,
+				      refused_msg, NULL) < 0)
 		return -1;
 	evbuffer_drain(in, len + 4);
 	proxy_fifo_flush(c);
