@@ -28,7 +28,7 @@ static const struct codec_api apis[] = {
 	{5, "StopReplica", 2, -1, -1, -1, -1, 0},
 	{6, "UpdateMetadata", 6, -1, -1, -1, -1, 0},
 	{7, "ControlledShutdown", 3, -1, -1, -1, -1, 0},
-	{8, "OffsetCommit", 8, -1, 2, 10, -1, 0},
+	{8, "OffsetCommit", 8, 10, 2, 10, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{9, "OffsetFetch", 6, -1, 1, 10, -1, 0},
 	{10, "FindCoordinator", 3, 6, 0, 6, 0, 0},
 	{11, "JoinGroup", 6, -1, 0, 9, -1, 0},

@@ -42,6 +42,7 @@
 #include "codec/stream.h"    /* streaming scans (Fetch responses, Produce requests) */
 #include "codec/produce.h"   /* Produce */
 #include "codec/fetch.h"     /* Fetch, ListOffsets, OffsetForLeaderEpoch, the clamp */
+#include "codec/groups.h"    /* OffsetCommit */
 #include "codec/batch.h"     /* one RecordBatch in place: CRC-32C, producer fields */
 
 #endif

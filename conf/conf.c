@@ -36,6 +36,14 @@ void conf_mirror_free_fields(struct conf_mirror *mi)
 	}
 	free(mi->sync_topics);
 	free(res);
+	regex_t *gres = mi->sync_groups_re;
+	for (size_t j = 0; j < mi->nsync_groups; j++) {
+		free(mi->sync_groups[j]);
+		if (gres)
+			regfree(&gres[j]);
+	}
+	free(mi->sync_groups);
+	free(gres);
 }
 
 static void free_tls(struct conf_tls *t)
@@ -92,6 +100,11 @@ void conf_free(struct conf *c)
 bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic)
 {
 	return m && conf_topic_regexes_match(m->sync_topics_re, m->nsync_topics, topic);
+}
+
+bool conf_mirror_sync_group(const struct conf_mirror *m, const char *group)
+{
+	return m && group && conf_topic_regexes_match(m->sync_groups_re, m->nsync_groups, group);
 }
 
 bool conf_consumer_exempt_principal(const struct conf *c, const char *subject, const char *name)

@@ -112,6 +112,9 @@ struct conf_mirror {
 	int sync_topic_demote_timeout_ms; /* CONF_DEMOTE_TIMEOUT_MS by default */
 	void *sync_topics_re;       /* compiled sync_topics (internal); use conf_mirror_sync_topic() */
 	enum conf_consumers consumers; /* whether its progress clamps consumers (default clamp) */
+	char **sync_groups;         /* consumer groups whose commits are synchronous: anchored EREs */
+	size_t nsync_groups;
+	void *sync_groups_re;       /* compiled sync_groups (internal); use conf_mirror_sync_group() */
 };
 
 /** The whole configuration. Immutable once loaded. */
@@ -149,6 +152,7 @@ struct conf {
 	int client_idle_ms;         /* limits.client_idle_ms: close idle client connections; 0 off */
 
 	int gate_max_hold_ms;       /* cap on a Produce request's TimeoutMs, default 30000 */
+	int gate_max_commit_hold_ms; /* a held OffsetCommit answer's deadline, default 8000 */
 	enum conf_acks1 gate_acks1;
 	enum conf_v14 gate_advertise_produce_v14;
 	int16_t code_mirror_sync_replication_timeout;         /* default 190 */
@@ -323,6 +327,13 @@ bool conf_mirror_worker_changed(const struct conf *ca, const struct conf_mirror 
  * `sync_topics` (each an anchored POSIX ERE, compiled at load). Any thread.
  */
 bool conf_mirror_sync_topic(const struct conf_mirror *m, const char *topic);
+
+/**
+ * Whether consumer group `group` matches one of the mirror's `sync_groups`
+ * (anchored POSIX EREs, compiled at load): its OffsetCommit answers wait
+ * until the mirror's destination stores the same commit. Any thread.
+ */
+bool conf_mirror_sync_group(const struct conf_mirror *m, const char *group);
 
 /**
  * Write the generated configuration reference (markdown, the content of

@@ -53,7 +53,9 @@ void conf_set_regexes(struct loader *L, const struct conf_setting *s, yaml_node_
 	}
 	*(char ***)field(base, s) = pats;
 	*(size_t *)((char *)base + s->count_offset) = ok;
-	if (strncmp(s->path, "mirrors[].", 10) == 0)
+	if (!strcmp(s->path, "mirrors[].sync_groups"))
+		((struct conf_mirror *)base)->sync_groups_re = res;
+	else if (strncmp(s->path, "mirrors[].", 10) == 0)
 		((struct conf_mirror *)base)->sync_topics_re = res;
 	else if (!strcmp(s->path, "consumers.exempt_principals"))
 		((struct conf *)base)->consumers_exempt_principals_re = res;

@@ -386,6 +386,12 @@ const struct conf_setting conf_settings[] = {
 	{ "gate.max_hold_ms", CONF_T_INT, C(gate_max_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "30000", NULL, NULL,
 	  "Cap on a Produce request's `TimeoutMs`: a held response fails with `mirror_sync_replication_timeout` "
 	  "after min(TimeoutMs, max_hold_ms) milliseconds." },
+	{ "gate.max_commit_hold_ms", CONF_T_INT, C(gate_max_commit_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "8000", NULL, NULL,
+	  "How long the answer to an `OffsetCommit` of a group in a mirror's `sync_groups` is held waiting for "
+	  "that mirror's destination to store the same commit, milliseconds. Past it the committed partitions are "
+	  "answered `COORDINATOR_LOAD_IN_PROGRESS` (14, retriable: the client commits again; the source's commit "
+	  "stands). Keep it below the clients' request timeout (Java 30 s, librdkafka 60 s, franz-go 10 s + "
+	  "the request's own)." },
 	{ "gate.timeout_answers", CONF_T_STRING, C(gate_timeout_answers), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_timeout_answers,
 	  "How a held Produce that reaches its deadline is answered, per client: a comma-separated list of "
 	  "`NAME[/VERSION]=ANSWER`. NAME is the ClientSoftwareName of the client's ApiVersions v3+ request "
@@ -471,6 +477,12 @@ const struct conf_setting conf_settings[] = {
 	{ "mirrors[].sync_topics", CONF_T_REGEXES, M(sync_topics), M(nsync_topics), W, 0, 0, NULL, NULL, NULL,
 	  "Topics whose desired type is SYNC while the state log has no entry for them: a list of POSIX extended "
 	  "regular expressions, each matched against the whole topic name." },
+	{ "mirrors[].sync_groups", CONF_T_REGEXES, M(sync_groups), M(nsync_groups), CONF_F_LIVE, 0, 0, NULL, NULL, NULL,
+	  "Consumer groups whose commits are synchronous with this mirror: a list of POSIX extended regular "
+	  "expressions, each matched against the whole group id. An `OffsetCommit` of such a group through "
+	  "syncgate that the source coordinator accepted is answered only once this mirror's destination stores "
+	  "the same offsets (and metadata) for the same group, for the partitions of topics the mirror gates "
+	  "(`mm2`: translated through the offset-syncs); see docs/operating.md, Consumer groups." },
 	{ "mirrors[].consumers", CONF_T_ENUM, M(consumers), 0, CONF_F_LIVE, 0, 0, "clamp", consumers_names, NULL,
 	  "`clamp`: this mirror's progress limits what consumers through syncgate see of the topics it gates "
 	  "(with `consumers.clamp: clamp`). `pass`: it gates acks only." },

@@ -123,6 +123,8 @@ struct mirror_link {
 	struct mirror_tstate **buckets;
 	size_t nbuckets, ntopics;
 	struct mirror_worker *worker; /* NULL with MIRROR_GATE_NO_WORKERS */
+	struct mirror_commits *commits; /* destination admin client for group commits (commits.c), NULL
+				     * until the first */
 	int64_t listed;             /* topics its worker tracked at its last source listing,
 				     * -1 before the first (mirror_gate_mirror_idle) */
 	struct metric *m_latency;
@@ -207,6 +209,7 @@ struct mirror_gate {
 	size_t nunapplied;
 	struct mirror_hw *hw;       /* mirrored HW watches (mirrored_hw.c); NULL until used */
 	struct mirror_failover *failovers; /* failover/verify calls running (failover.c) */
+	struct mirror_commit *commits; /* synchronous group commits held (commits.c) */
 	struct mirror_tstate *reported; /* topics with reports since the bridge last drained
 				     * (report.c: their O(partitions) lag is summed once per
 				     * drain, not once per report) */
@@ -226,6 +229,15 @@ struct mirror_gate {
 /* switch.c: apply a SWITCH record of `l` read from the state log (or
  * appended without one). Loop thread. */
 void mirror_switch_apply(struct mirror_gate *g, struct mirror_link *l, const struct mirror_record *r);
+/* commits.c: synchronous consumer-group commits. Loop thread. */
+/* A mirror's commit client has results queued (MIRROR_MSG_COMMIT_RESULT `id`). */
+void mirror_commits_results(struct mirror_gate *g, uint64_t id);
+/* (mirror, topic) t may have stopped gating: its held commits no longer wait for it. */
+void mirror_commits_topic_settled(struct mirror_tstate *t);
+/* Mirror l goes away: its jobs end (no longer held for it), its client is destroyed off the loop. */
+void mirror_commits_link_free(struct mirror_link *l);
+/* Gate free: every held commit forgotten without callback. */
+void mirror_commits_free_all(struct mirror_gate *g);
 /* switch.c: forget every switch call (gate free). */
 void mirror_switch_free_all(struct mirror_gate *g);
 
@@ -238,6 +250,7 @@ enum mirror_msg_kind {
 	MIRROR_MSG_PROBE_DONE,      /* ptr: a struct mirror_probe finished (compat probe) */
 	MIRROR_MSG_FAILOVER_DONE,   /* ptr: a struct mirror_failover's job thread finished */
 	MIRROR_MSG_LISTED,          /* link_id's worker listed the source: offset = topics it tracks */
+	MIRROR_MSG_COMMIT_RESULT,   /* offset: a mirror's commit client (commits.c) has results queued */
 };
 
 /* Message from a worker (or inject) to the loop; strings follow the struct. */
@@ -416,6 +429,19 @@ void mirror_route_learn(const struct rd_kafka_metadata *md);
 struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
 					   bool producer);
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
+/* A destination config for admin calls only (no consumer properties of ours;
+ * client.id syncgate-<mirror>-<role>). NULL on an invalid property (logged). */
+struct rd_kafka_conf_s *mirror_dest_admin_conf(const struct conf_mirror *cm, const char *role);
+/* Run fn(arg) on a detached thread counted with the stopping workers, so
+ * mirror_workers_wait_stopped() waits for it too (librdkafka's destroy
+ * blocks: never on the loop). Inline when no thread can start. Any thread. */
+void mirror_reap_detached(void (*fn)(void *arg), void *arg);
+/* mm2: the destination offset of committed source offset `offset` of
+ * (topic, partition), translated through the offset-syncs this worker read
+ * (mm2.c: mirror_mm2_translate), -1 when no sync at or below it is kept.
+ * Loop thread; takes the worker's table mutex briefly. */
+int64_t mirror_worker_mm2_translate(struct mirror_worker *w, const char *topic, int32_t partition,
+				    int64_t offset);
 /* srcauth.c: log and keep the source clients' authentication/TLS failures. Any thread. */
 void mirror_source_errors_install(struct rd_kafka_conf_s *c);
 /* Ask the worker to stop and return at once: a detached reaper thread joins

@@ -67,6 +67,7 @@ void mirror_link_free(struct mirror_link *l)
 {
 	if (l->worker)
 		mirror_worker_stop(l->worker);
+	mirror_commits_link_free(l);
 	mirror_each_topic(NULL, l, topic_free, NULL);
 	free(l->buckets);
 	conf_topic_regexes_free(l->re, l->nre);

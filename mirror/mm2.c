@@ -53,6 +53,39 @@ int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen,
 	return 0;
 }
 
+static unsigned bucket(int64_t distance)
+{
+	unsigned b = 0;
+	for (uint64_t d = (uint64_t)(distance > 0 ? distance : 0) + 1; d > 1; d >>= 1)
+		b++;
+	return b;
+}
+
+void mirror_mm2_keep(struct mirror_wsync *s, uint32_t *n, struct mirror_wsync x)
+{
+	if (*n > 0 && x.up <= s[*n - 1].up)
+		return; /* not newer (a sync read again): kept already */
+	if (*n == MIRROR_W_MM2_SYNCS) {
+		uint32_t drop = 0; /* the oldest, when every kept sync has a bucket of its own */
+		for (uint32_t j = *n - 2; j >= 1; j--)
+			if (bucket(x.up - s[j].up) == bucket(x.up - s[j - 1].up)) {
+				drop = j;
+				break;
+			}
+		memmove(&s[drop], &s[drop + 1], (*n - drop - 1) * sizeof(*s));
+		(*n)--;
+	}
+	s[(*n)++] = x;
+}
+
+int64_t mirror_mm2_translate(const struct mirror_wsync *s, uint32_t n, int64_t committed)
+{
+	for (uint32_t i = n; i-- > 0;)
+		if (s[i].up <= committed)
+			return s[i].down + (committed == s[i].up ? 0 : 1);
+	return -1;
+}
+
 #define MM2_POLL_MS 100  /* consumer poll: how soon a reassignment or stop is seen */
 #define MM2_BATCH 256    /* syncs applied per hold of tmu (catching up from the beginning
 			  * must not keep the loop's demands waiting) */
@@ -87,6 +120,10 @@ static void mm2_apply(struct mirror_worker *w, const rd_kafka_message_t *m)
 	if (!t || part < 0 || part >= t->npart_alloc)
 		return;
 	struct mirror_wpart *wp = &t->parts[part];
+	if (!wp->mm2_syncs)
+		wp->mm2_syncs = calloc(MIRROR_W_MM2_SYNCS, sizeof(*wp->mm2_syncs));
+	if (wp->mm2_syncs) /* for commits (mirror_worker_mm2_translate) */
+		mirror_mm2_keep(wp->mm2_syncs, &wp->mm2_nsyncs, (struct mirror_wsync){up, down});
 	if (up > wp->mm2_up) {
 		wp->mm2_up = up;
 		wp->mm2_down = down;

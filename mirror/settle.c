@@ -130,6 +130,7 @@ void mirror_tstate_settle(struct mirror_tstate *t)
 	}
 	t->gating_joined = gating;
 	mirror_hw_progressed(t->link->gate, t->topic, -1); /* held Fetch responses */
+	mirror_commits_topic_settled(t);                    /* held group commits */
 }
 
 static void settle_one(struct mirror_tstate *t, void *arg)

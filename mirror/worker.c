@@ -35,6 +35,8 @@ static void wtopic_free(struct mirror_wtopic *t)
 {
 	if (t->dst_rkt)
 		rd_kafka_topic_destroy(t->dst_rkt);
+	for (int32_t p = 0; p < t->npart_alloc; p++)
+		free(t->parts[p].mm2_syncs);
 	free(t->parts);
 	free(t->topic);
 	free(t->dst);
@@ -288,6 +290,21 @@ rd_kafka_conf_t *mirror_dest_conf(const struct conf_mirror *cm)
 	return c;
 }
 
+rd_kafka_conf_t *mirror_dest_admin_conf(const struct conf_mirror *cm, const char *role)
+{
+	rd_kafka_conf_t *c = base_conf(cm->name, role, true);
+	if (!c)
+		return NULL;
+	int rc = set_prop(c, cm->name, "bootstrap.servers", cm->bootstrap, false);
+	for (size_t i = 0; i < cm->nprops && !rc; i++) /* mirror properties win */
+		rc |= set_prop(c, cm->name, cm->props[i].name, cm->props[i].value, cm->props[i].secret);
+	if (rc) {
+		rd_kafka_conf_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
 static void worker_free(struct mirror_worker *w)
 {
 	if (w->dst_conf)
@@ -391,6 +408,62 @@ static void *worker_reap(void *arg)
 	pthread_cond_broadcast(&reaping.cv);
 	pthread_mutex_unlock(&reaping.mu);
 	return NULL;
+}
+
+struct reap_call {
+	void (*fn)(void *arg);
+	void *arg;
+};
+
+static void *reap_call_main(void *arg)
+{
+	struct reap_call rc = *(struct reap_call *)arg;
+	free(arg);
+	rc.fn(rc.arg);
+	pthread_mutex_lock(&reaping.mu);
+	reaping.n--;
+	pthread_cond_broadcast(&reaping.cv);
+	pthread_mutex_unlock(&reaping.mu);
+	return NULL;
+}
+
+void mirror_reap_detached(void (*fn)(void *arg), void *arg)
+{
+	struct reap_call *rc = malloc(sizeof(*rc));
+	pthread_attr_t attr;
+	pthread_t th;
+	bool started = false;
+	if (rc && pthread_attr_init(&attr) == 0) {
+		*rc = (struct reap_call){fn, arg};
+		pthread_mutex_lock(&reaping.mu);
+		reaping.n++;
+		pthread_mutex_unlock(&reaping.mu);
+		started = pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+			  pthread_create(&th, &attr, reap_call_main, rc) == 0;
+		pthread_attr_destroy(&attr);
+		if (!started) {
+			pthread_mutex_lock(&reaping.mu);
+			reaping.n--;
+			pthread_mutex_unlock(&reaping.mu);
+		}
+	}
+	if (!started) {
+		free(rc);
+		fn(arg);
+	}
+}
+
+int64_t mirror_worker_mm2_translate(struct mirror_worker *w, const char *topic, int32_t partition, int64_t offset)
+{
+	int64_t to = -1;
+	pthread_mutex_lock(&w->tmu);
+	struct mirror_wtopic *kt = mirror_worker_topic(w, topic, false);
+	if (kt && partition >= 0 && partition < kt->npart_alloc) {
+		const struct mirror_wpart *wp = &kt->parts[partition];
+		to = mirror_mm2_translate(wp->mm2_syncs, wp->mm2_nsyncs, offset);
+	}
+	pthread_mutex_unlock(&w->tmu);
+	return to;
 }
 
 void mirror_worker_stop(struct mirror_worker *w)

@@ -58,6 +58,12 @@
  * between requests (mirror_lane_pause_ms) */
 #define MIRROR_W_POLL_BURST_MS CONF_POLL_BURST_MS
 
+/* One MirrorMaker 2 offset-sync: source record `up` is destination record `down`. */
+struct mirror_wsync {
+	int64_t up, down;
+};
+#define MIRROR_W_MM2_SYNCS 24 /* kept per partition: translations reach ~2^23 offsets back */
+
 struct mirror_wdemand {
 	char *topic;
 	int32_t partition;
@@ -74,6 +80,9 @@ struct mirror_wpart {
 			      * the latest (mirror_worker_demand), -1 */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
 	int64_t mm2_down;    /* mm2: its downstream offset, -1 */
+	struct mirror_wsync *mm2_syncs; /* mm2: offset-syncs kept for translating commits, oldest
+				   * first, spaced wider with age (mirror_mm2_keep); malloc'd */
+	uint32_t mm2_nsyncs;
 	int64_t syncs_behind_since_ms; /* mm2: destination ahead of the offset-syncs since, -1 */
 	bool syncs_behind;   /* mm2: reported as stalled on offset-syncs */
 	int64_t bg_hw;       /* background: source HW sampled before this partition was queued, -1 */
@@ -299,6 +308,20 @@ void *mirror_tail_main(void *arg);
 
 /* mm2.c: the `mm2` offset-syncs thread's body. */
 void *mirror_mm2_main(void *arg);
+/* Keep sync x (newer than every kept one) in s[0..*n) (capacity
+ * MIRROR_W_MM2_SYNCS, oldest first): past capacity, of two neighbours
+ * whose distance to the newest falls in the same power-of-two bucket the
+ * newer goes (the newest and the oldest stay), so the kept syncs thin out
+ * with age and a translation of an offset d behind the newest errs by at
+ * most about d. Pure. */
+void mirror_mm2_keep(struct mirror_wsync *s, uint32_t *n, struct mirror_wsync x);
+/* MirrorMaker 2's translation of committed source offset `committed` (the
+ * next record to consume) by the syncs s[0..n): the sync with the greatest
+ * upstream ≤ committed gives its downstream, +1 when committed is past it
+ * (exact at a sync; else the destination resumes right after the synced
+ * record: conservative, records in between are read again, none skipped).
+ * -1 when no kept sync is at or below it. Pure. */
+int64_t mirror_mm2_translate(const struct mirror_wsync *s, uint32_t n, int64_t committed);
 /* Parse one offset-syncs record; 0 on success. Any thread (pure). */
 int mirror_mm2_parse(const void *key, size_t klen, const void *val, size_t vlen, char *topic,
 		     size_t topic_cap, int32_t *partition, int64_t *upstream, int64_t *downstream);

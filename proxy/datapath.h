@@ -131,6 +131,7 @@ struct proxy_entry {
 						* by nparts struct proxy_held_part (hold.c) */
 	struct mirror_wait *wait;
 	size_t held_bytes;         /* response size counted against the hold caps */
+	struct proxy_commit *commit; /* OffsetCommit of a synchronous group (commit_hold.c); owned */
 	struct proxy_clamp *clamp; /* consumer Fetch/ListOffsets/OffsetForLeaderEpoch: clamp to the
 				    * mirrored HW (clamp.c; HELD while a Fetch waits); owned */
 	/* STREAMING, READY */

@@ -21,6 +21,30 @@
 int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in,
 		       size_t len, size_t hdr_len, const struct codec_iov *iov, int niov);
 
+/* commit_hold.c: synchronous consumer-group commits */
+struct proxy_commit;
+/**
+ * A client request was framed (header `h`, `len` body bytes at the head of
+ * `in`, not consumed): for an OffsetCommit of a group some mirror lists in
+ * `sync_groups`, the decoded request (to attach to its entry with
+ * proxy_commit_attach); TopicIds it names that this sidecar does not know
+ * are looked up ahead of it (an INTERNAL entry, so call before the
+ * request's own entry is made). NULL: nothing to keep (counted when a
+ * commit is not gated); (struct proxy_commit *)-1: out of memory (close).
+ */
+struct proxy_commit *proxy_commit_read(struct proxy_conn *c, struct evbuffer *in, size_t len,
+				       const struct codec_request_header *h);
+/** Keep `pc` on entry `e` (owned; freed with the entry). */
+void proxy_commit_attach(struct proxy_entry *e, struct proxy_commit *pc);
+/**
+ * The OffsetCommit response of an entry with a kept request: the partitions
+ * the coordinator accepted go to the gate; held (HELD, 1: the frame is
+ * consumed from `in`), or 0 when no mirror gates them (the caller forwards
+ * it), -1 on a malformed response (close).
+ */
+int proxy_commit_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
+		      size_t hdr_len, const struct codec_iov *iov, int niov);
+
 /* fence.c: the failover fence */
 /**
  * A decoded Produce request (`len` body bytes at the head of `in`, header

@@ -272,9 +272,23 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	metric_add(m_frames[1], 1);
 	if (fetch_lookup_ahead(c, in, len, &h) < 0)
 		return -1;
-	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
-	if (!e)
+	/* a synchronous group's OffsetCommit: kept for its answer (commit_hold.c) */
+	struct proxy_commit *commit = h.api_key == CODEC_API_OFFSET_COMMIT || h.api_key == CODEC_API_TXN_OFFSET_COMMIT
+					      ? proxy_commit_read(c, in, len, &h)
+					      : NULL;
+	if (commit == (struct proxy_commit *)-1)
 		return -1;
+	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+	if (!e) {
+		if (commit) {
+			struct proxy_entry tmp = {0};
+			proxy_commit_attach(&tmp, commit);
+			tmp.release(c, &tmp);
+		}
+		return -1;
+	}
+	if (commit)
+		proxy_commit_attach(e, commit);
 	e->correlation_id = h.correlation_id;
 	e->api_key = h.api_key;
 	e->api_version = e->client_version = h.api_version;

@@ -213,6 +213,7 @@ static struct response_plan response_plan(const struct proxy_entry *e)
 		p.body = key == CODEC_API_SASL_HANDSHAKE ? version == 0
 		       : key == CODEC_API_SASL_AUTHENTICATE ? e->sasl_auth
 		       : key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN ? proxy_pidmap_reads_response(e)
+		       : key == CODEC_API_OFFSET_COMMIT ? e->commit != NULL
 		       : true;
 	}
 	if ((does & CODEC_DOES_HOLD) && e->produce)
@@ -308,6 +309,13 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	if (key == CODEC_API_PRODUCE) {
 		int held = proxy_hold_produce(c, e, in, len, hdr_len, iov, niov);
+		if (held < 0)
+			return -1;
+		if (held)
+			return 0;
+	}
+	if (key == CODEC_API_OFFSET_COMMIT && e->commit) {
+		int held = proxy_commit_hold(c, e, in, len, hdr_len, iov, niov);
 		if (held < 0)
 			return -1;
 		if (held)

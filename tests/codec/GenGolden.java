@@ -248,6 +248,30 @@ public class GenGolden {
 		}
 	}
 
+	static void offsetCommit() throws Exception {
+		ApiKeys k = ApiKeys.OFFSET_COMMIT;
+		for (short v = 2; v <= 10; v++) {
+			OffsetCommitRequestData.OffsetCommitRequestTopic t = new OffsetCommitRequestData.OffsetCommitRequestTopic();
+			if (v >= 10) t.setTopicId(TOPIC_ID); else t.setName("orders");
+			t.setPartitions(List.of(
+				new OffsetCommitRequestData.OffsetCommitRequestPartition().setPartitionIndex(0)
+					.setCommittedOffset(1234L).setCommittedLeaderEpoch(5).setCommittedMetadata("golden-meta"),
+				new OffsetCommitRequestData.OffsetCommitRequestPartition().setPartitionIndex(3)
+					.setCommittedOffset(77L).setCommittedLeaderEpoch(-1).setCommittedMetadata(null)));
+			OffsetCommitRequestData req = new OffsetCommitRequestData().setGroupId("golden-group")
+				.setGenerationIdOrMemberEpoch(9).setMemberId("member-1").setTopics(List.of(t));
+			if (v >= 7) req.setGroupInstanceId("instance-1");
+			unknownTag(req, k, v);
+			put("offset_commit", k, v, true, req);
+			OffsetCommitResponseData.OffsetCommitResponseTopic rt = new OffsetCommitResponseData.OffsetCommitResponseTopic();
+			if (v >= 10) rt.setTopicId(TOPIC_ID); else rt.setName("orders");
+			rt.setPartitions(List.of(
+				new OffsetCommitResponseData.OffsetCommitResponsePartition().setPartitionIndex(0).setErrorCode((short) 0),
+				new OffsetCommitResponseData.OffsetCommitResponsePartition().setPartitionIndex(3).setErrorCode((short) 25)));
+			put("offset_commit", k, v, false, new OffsetCommitResponseData().setThrottleTimeMs(5).setTopics(List.of(rt)));
+		}
+	}
+
 	static void apiVersions() throws Exception {
 		ApiKeys k = ApiKeys.API_VERSIONS;
 		for (short v = 0; v <= 4; v++) {
@@ -336,6 +360,7 @@ public class GenGolden {
 		describeCluster();
 		initProducerId();
 		endTxn();
+		offsetCommit();
 		apiVersions();
 		listOffsets();
 		share();

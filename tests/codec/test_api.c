@@ -92,7 +92,8 @@ Test(codec, api_table_says_what_syncgate_does_besides_forwarding)
 		  "ShareFetch is counted, not clamped (README)");
 	cr_assert(eq(int, streamed, 1), "only Fetch is rewritten or clamped as it streams");
 	cr_assert(ne(int, codec_api_get(CODEC_API_FETCH)->does & CODEC_DOES_STREAM, 0));
-	cr_assert(eq(int, read, 6), "Metadata, SaslHandshake, ApiVersions, SaslAuthenticate, InitProducerId, EndTxn are read");
+	cr_assert(eq(int, read, 7), "Metadata, OffsetCommit, SaslHandshake, ApiVersions, SaslAuthenticate, InitProducerId, "
+		  "EndTxn are read");
 }
 
 Test(codec, api_decode_start_checks_the_version_zeroes_and_sets_the_encoding)
