@@ -4,7 +4,7 @@
  * endpoints_from, codec/api.c) decodes every version the newest Kafka it
  * follows serves; a request above that row's decode_max is counted
  * (syncgate_unknown_api_version_total{api}), warned (request_version_unknown,
- * at most one line in 10 s) and then either refused — the connection is
+ * at most one line in 10 s per API) and then either refused — the connection is
  * closed before anything is forwarded — or forwarded unchanged with nothing
  * read from it, as proxy_request_version_check says per API. Well-behaved
  * clients never get here for any API but ApiVersions: syncgate lowers every
@@ -23,18 +23,23 @@ static const char *const judged[] = {
 };
 #define NJUDGED (sizeof(judged) / sizeof(judged[0]))
 static struct metric *m_unknown[NJUDGED];
+static struct proxy_log_limit unknown_log[NJUDGED + 1]; /* one line in 10 s per API */
 
-static struct metric *unknown_series(const char *api)
+/* The index of `api` in judged[] (its series and log limiter); NJUDGED if none. */
+static size_t judged_index(const char *api)
 {
-	if (!m_unknown[0])
+	if (!m_unknown[0]) {
 		metric_family_get(METRIC_COUNTER, "syncgate_unknown_api_version_total",
 				  "Requests of a version newer than syncgate understands, by API "
 				  "(refused or passed unchanged, see the request_version_unknown log line).",
 				  NULL, "api", judged, NJUDGED, m_unknown);
-	for (size_t i = 0; i < NJUDGED; i++)
-		if (!strcmp(judged[i], api))
-			return m_unknown[i];
-	return NULL;
+		for (size_t i = 0; i <= NJUDGED; i++)
+			unknown_log[i].interval_ms = 10000;
+	}
+	size_t i = 0;
+	while (i < NJUDGED && strcmp(judged[i], api) != 0)
+		i++;
+	return i;
 }
 
 /* Whether the consumer clamp may have to cut this connection's answers. */
@@ -83,10 +88,11 @@ enum proxy_version_verdict proxy_request_version_check(struct proxy_conn *c,
 		 * follow only SaslHandshake v0 */
 		v = PROXY_VERSION_PASS, why = "the principal is not learnt (not exempt by principal)";
 	}
-	metric_add(unknown_series(a->name), 1);
-	static struct proxy_log_limit log = {.interval_ms = 10000};
+	size_t i = judged_index(a->name);
+	if (i < NJUDGED)
+		metric_add(m_unknown[i], 1);
 	uint64_t suppressed = 0;
-	if (proxy_log_allow(&log, mirror_now_ms(), &suppressed))
+	if (proxy_log_allow(&unknown_log[i], mirror_now_ms(), &suppressed))
 		LOG_W("request_version_unknown", "conn=%llu peer=%s api=%s version=%d understood=%d action=%s "
 		      "reason=\"%s\" suppressed=%llu", (unsigned long long)c->id, c->peer, a->name,
 		      h->api_version, a->decode_max, v == PROXY_VERSION_PASS ? "pass" : "refuse", why,
