@@ -57,6 +57,7 @@
 #include <openssl/err.h>
 
 #include "proxy/cmd/ctl.h"
+#include "proxy/cmd/version.h"
 #include "proxy/tls.h"
 
 enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE,
@@ -442,7 +443,7 @@ int main(int argc, char **argv)
 			}
 			c.confirmed[c.nconfirmed++] = optarg;
 			break;
-		case 'V': printf("syncgate-ctl %s\n", SYNCGATE_VERSION); return 0;
+		case 'V': printf("syncgate-ctl %s (commit %s)\n", SYNCGATE_VERSION, SYNCGATE_COMMIT); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}

@@ -7,6 +7,7 @@ S9)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import subprocess
@@ -16,7 +17,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafkabed import newest_kafka_libs, wait_until
 from rawkafka import RawClient, i32, produce_body, record_batch
-from sgfixture import java_tool, make_syncgate  # noqa: F401 - fixture
+from sgfixture import SYNCGATE_BIN, java_tool, make_syncgate  # noqa: F401 - fixture
 
 
 def test_metadata_addresses_are_syncgate_only(make_syncgate, source, topic_name):
@@ -202,6 +203,18 @@ def test_version_newer_than_syncgate_understands_is_counted(make_syncgate, sourc
     assert sg.metric('syncgate_unknown_api_version_total{api="Produce"}') == 1
     assert "api=Produce version=15 understood=14 action=refuse" in sg.log()
     assert source.high_watermark(topic_name, 0) == 0, "never forwarded"
+
+
+def test_start_line_and_build_info_name_version_and_commit(make_syncgate, source):
+    """The `started` line and syncgate_build_info carry the version (from
+    meson.build) and the git commit, the same as `syncgate --version`."""
+    sg = make_syncgate(source)
+    out = subprocess.run([SYNCGATE_BIN, "--version"], capture_output=True, text=True, check=True).stdout
+    m = re.fullmatch(r"syncgate (\S+) \(commit (\S+)\)\n", out)
+    assert m, out
+    version, commit = m.groups()
+    assert f"INFO started version={version} commit={commit} " in sg.log()
+    assert sg.metric(f'syncgate_build_info{{version="{version}",commit="{commit}"}}') == 1
 
 
 def test_tls_hello_on_plaintext_port_closes_cleanly(make_syncgate, source):
