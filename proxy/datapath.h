@@ -535,23 +535,6 @@ void proxy_request_count_acks0(void);
 int proxy_sasl_raw_exchanges(const char *mechanism);
 int proxy_request_handle(struct proxy_conn *c, struct evbuffer *frame, size_t len);
 
-/* versions.c: request versions newer than syncgate understands */
-enum proxy_version_verdict {
-	PROXY_VERSION_KNOWN,  /* understood, or an API syncgate forwards byte for byte */
-	PROXY_VERSION_PASS,   /* too new: forwarded unchanged, nothing read from it */
-	PROXY_VERSION_REFUSE, /* too new: the connection is closed, nothing forwarded */
-};
-/**
- * Judge request header `h`: a version above its API table row's decode_max
- * on an API syncgate decodes, rewrites or judges is counted
- * (syncgate_unknown_api_version_total{api}) and warned (rate-limited), and
- * refused where forwarding it could ack, show or name what syncgate must
- * gate, clamp or rewrite; passed where nothing it does depends on it (the
- * reason is in the log line). Loop thread.
- */
-enum proxy_version_verdict proxy_request_version_check(struct proxy_conn *c,
-							const struct codec_request_header *h);
-
 /* response.c: one complete upstream frame */
 int proxy_response_handle(struct proxy_conn *c, struct evbuffer *frame, size_t len);
 /**

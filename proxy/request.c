@@ -17,6 +17,7 @@
 
 #include "proxy/datapath.h"
 #include "proxy/security.h"
+#include "proxy/versions.h"
 
 static struct metric *m_frames[2], *m_bytes_in, *m_acks0;
 

@@ -14,6 +14,7 @@
 
 #include "proxy/datapath.h"
 #include "proxy/security.h"
+#include "proxy/versions.h"
 
 /* The series, one per API the check can name (the rows it judges). */
 static const char *const judged[] = {
