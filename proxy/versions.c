@@ -10,37 +10,37 @@
  * clients never get here for any API but ApiVersions: syncgate lowers every
  * such API's advertised maximum to its decode_max (response.c). Loop thread.
  */
-#include <string.h>
-
 #include "proxy/datapath.h"
 #include "proxy/security.h"
 #include "proxy/versions.h"
 
-/* The series, one per API the check can name (the rows it judges). */
-static const char *const judged[] = {
-	"Produce", "Fetch", "ListOffsets", "Metadata", "FindCoordinator", "SaslHandshake",
-	"ApiVersions", "InitProducerId", "OffsetForLeaderEpoch", "EndTxn", "SaslAuthenticate",
-	"DescribeCluster", "ShareFetch", "ShareAcknowledge",
-};
-#define NJUDGED (sizeof(judged) / sizeof(judged[0]))
-static struct metric *m_unknown[NJUDGED];
-static struct proxy_log_limit unknown_log[NJUDGED + 1]; /* one line in 10 s per API */
-
-/* The index of `api` in judged[] (its series and log limiter); NJUDGED if none. */
-static size_t judged_index(const char *api)
+/* Whether the check judges row `a`: syncgate decodes, rewrites or judges it. */
+static bool judged(const struct codec_api *a)
 {
-	if (!m_unknown[0]) {
-		metric_family_get(METRIC_COUNTER, "syncgate_unknown_api_version_total",
-				  "Requests of a version newer than syncgate understands, by API "
-				  "(refused or passed unchanged, see the request_version_unknown log line).",
-				  NULL, "api", judged, NJUDGED, m_unknown);
-		for (size_t i = 0; i <= NJUDGED; i++)
-			unknown_log[i].interval_ms = 10000;
+	return a && (a->does || a->endpoints_from >= 0);
+}
+
+/* One series and one log limiter (a line in 10 s) per judged row, by API key. */
+static struct metric *m_unknown[CODEC_API_KEY_MAX + 1];
+static struct proxy_log_limit unknown_log[CODEC_API_KEY_MAX + 1];
+
+static void unknown_init(void)
+{
+	const char *names[CODEC_API_KEY_MAX + 1];
+	struct metric *series[CODEC_API_KEY_MAX + 1];
+	int16_t keys[CODEC_API_KEY_MAX + 1];
+	size_t n = 0;
+	for (int16_t k = 0; k <= CODEC_API_KEY_MAX; k++) {
+		unknown_log[k].interval_ms = 10000;
+		if (judged(codec_api_get(k)))
+			keys[n] = k, names[n++] = codec_api_name(k);
 	}
-	size_t i = 0;
-	while (i < NJUDGED && strcmp(judged[i], api) != 0)
-		i++;
-	return i;
+	metric_family_get(METRIC_COUNTER, "syncgate_unknown_api_version_total",
+			  "Requests of a version newer than syncgate understands, by API "
+			  "(refused or passed unchanged, see the request_version_unknown log line).",
+			  NULL, "api", names, n, series);
+	for (size_t i = 0; i < n; i++)
+		m_unknown[keys[i]] = series[i];
 }
 
 /* Whether the consumer clamp may have to cut this connection's answers. */
@@ -54,7 +54,7 @@ enum proxy_version_verdict proxy_request_version_check(struct proxy_conn *c,
 							const struct codec_request_header *h)
 {
 	const struct codec_api *a = codec_api_get(h->api_key);
-	if (!a || (!a->does && a->endpoints_from < 0) || a->decode_max < 0 || h->api_version <= a->decode_max)
+	if (!judged(a) || a->decode_max < 0 || h->api_version <= a->decode_max)
 		return PROXY_VERSION_KNOWN; /* byte for byte anyway, or understood */
 	enum proxy_version_verdict v = PROXY_VERSION_REFUSE;
 	const char *why;
@@ -83,17 +83,20 @@ enum proxy_version_verdict proxy_request_version_check(struct proxy_conn *c,
 			v = PROXY_VERSION_PASS, why = "producer ids are read only once switched";
 		else
 			why = "the producer id it issues could not be mapped";
-	} else {
-		/* SASL: the principal is not learnt, so consumers.exempt_principals
-		 * does not exempt the connection (clamped: fail closed); raw tokens
+	} else if (h->api_key == CODEC_API_SASL_HANDSHAKE || h->api_key == CODEC_API_SASL_AUTHENTICATE) {
+		/* the principal is not learnt, so consumers.exempt_principals does
+		 * not exempt the connection (clamped: fail closed); raw tokens
 		 * follow only SaslHandshake v0 */
 		v = PROXY_VERSION_PASS, why = "the principal is not learnt (not exempt by principal)";
+	} else {
+		/* a row this check has no rule for yet: fail closed */
+		why = "syncgate could not read what it acts on";
 	}
-	size_t i = judged_index(a->name);
-	if (i < NJUDGED)
-		metric_add(m_unknown[i], 1);
+	if (!m_unknown[CODEC_API_PRODUCE])
+		unknown_init();
+	metric_add(m_unknown[h->api_key], 1);
 	uint64_t suppressed = 0;
-	if (proxy_log_allow(&unknown_log[i], mirror_now_ms(), &suppressed))
+	if (proxy_log_allow(&unknown_log[h->api_key], mirror_now_ms(), &suppressed))
 		LOG_W("request_version_unknown", "conn=%llu peer=%s api=%s version=%d understood=%d action=%s "
 		      "reason=\"%s\" suppressed=%llu", (unsigned long long)c->id, c->peer, a->name,
 		      h->api_version, a->decode_max, v == PROXY_VERSION_PASS ? "pass" : "refuse", why,

