@@ -1,12 +1,12 @@
-/* The API table: every API key of Apache Kafka 4.x, what syncgate does with
- * it, and the header versions it implies. */
+/* The API table: every API key of Apache Kafka 4.x (up to 4.4), what
+ * syncgate does with it, and the header versions it implies. */
 #include <string.h>
 
 #include "codec/codec.h"
 
 /*
  * Columns: key, name, flexible-from (spec flexibleVersions), highest version
- * syncgate decodes, lowest and highest stable version Kafka 4.3 serves, first
+ * syncgate decodes, lowest and highest stable version Kafka 4.4 serves, first
  * version whose response names brokers (rewritten to advertised addresses,
  * codec/endpoints.c; -1 never), and what else syncgate does (CODEC_DOES_*:
  * Produce held; Fetch, ListOffsets, OffsetForLeaderEpoch clamped, Fetch
@@ -14,8 +14,11 @@
  * a switched sidecar (the producer ids its broker issued, proxy/pidmap.c);
  * ApiVersions rewritten and its
  * client software name read; SASL read for the principal and raw tokens).
- * Written by hand from kafka-clients 4.3.1 (ApiKeys and the *Request.json / *Response.json specs; there is no
+ * Written by hand from kafka-clients 4.4.0 (ApiKeys and the *Request.json / *Response.json specs; there is no
  * generator — tests/codec/test_api.c checks the rows syncgate relies on);
+ * every row with a `does` or an endpoints_from decodes (decode_max) every
+ * version 4.4 serves, and a request above its decode_max is reported and
+ * refused or passed as proxy/versions.c says;
  * keys 4–7 (removed in 4.0) keep their historical flexible-from versions.
  * Produce decodes up to "v14", which is v13 on the wire.
  */
@@ -37,18 +40,18 @@ static const struct codec_api apis[] = {
 	{14, "SyncGroup", 4, -1, 0, 5, -1, 0},
 	{15, "DescribeGroups", 5, -1, 0, 6, -1, 0},
 	{16, "ListGroups", 3, -1, 0, 5, -1, 0},
-	{17, "SaslHandshake", -1, -1, 0, 1, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
-	{18, "ApiVersions", 3, 4, 0, 4, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
+	{17, "SaslHandshake", -1, 1, 0, 1, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
+	{18, "ApiVersions", 3, CODEC_API_VERSIONS_MAX, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{19, "CreateTopics", 5, -1, 2, 7, -1, 0},
 	{20, "DeleteTopics", 4, -1, 1, 6, -1, 0},
 	{21, "DeleteRecords", 2, -1, 0, 2, -1, 0},
 	{22, "InitProducerId", 2, 5, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
-	{23, "OffsetForLeaderEpoch", 4, -1, 2, 4, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_CLAMP},
+	{23, "OffsetForLeaderEpoch", 4, 4, 2, 4, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_CLAMP},
 	{24, "AddPartitionsToTxn", 3, -1, 0, 5, -1, 0},
 	{25, "AddOffsetsToTxn", 3, -1, 0, 4, -1, 0},
 	{26, "EndTxn", 3, 5, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{27, "WriteTxnMarkers", 1, -1, 1, 2, -1, 0},
-	{28, "TxnOffsetCommit", 3, -1, 0, 5, -1, 0},
+	{28, "TxnOffsetCommit", 3, -1, 0, 6, -1, 0},
 	{29, "DescribeAcls", 2, -1, 1, 3, -1, 0},
 	{30, "CreateAcls", 2, -1, 1, 3, -1, 0},
 	{31, "DeleteAcls", 2, -1, 1, 3, -1, 0},
@@ -56,13 +59,13 @@ static const struct codec_api apis[] = {
 	{33, "AlterConfigs", 2, -1, 0, 2, -1, 0},
 	{34, "AlterReplicaLogDirs", 2, -1, 1, 2, -1, 0},
 	{35, "DescribeLogDirs", 2, -1, 1, 5, -1, 0},
-	{36, "SaslAuthenticate", 2, -1, 0, 2, -1, CODEC_DOES_READ_RESPONSE},
+	{36, "SaslAuthenticate", 2, 2, 0, 2, -1, CODEC_DOES_READ_RESPONSE},
 	{37, "CreatePartitions", 2, -1, 0, 3, -1, 0},
 	{38, "CreateDelegationToken", 2, -1, 1, 3, -1, 0},
 	{39, "RenewDelegationToken", 2, -1, 1, 2, -1, 0},
 	{40, "ExpireDelegationToken", 2, -1, 1, 2, -1, 0},
 	{41, "DescribeDelegationToken", 2, -1, 1, 3, -1, 0},
-	{42, "DeleteGroups", 2, -1, 0, 2, -1, 0},
+	{42, "DeleteGroups", 2, -1, 0, 3, -1, 0},
 	{43, "ElectLeaders", 2, -1, 0, 2, -1, 0},
 	{44, "IncrementalAlterConfigs", 1, -1, 0, 1, -1, 0},
 	{45, "AlterPartitionReassignments", 0, -1, 0, 1, -1, 0},
@@ -108,11 +111,13 @@ static const struct codec_api apis[] = {
 	{85, "WriteShareGroupState", 0, -1, 0, 1, -1, 0},
 	{86, "DeleteShareGroupState", 0, -1, 0, 0, -1, 0},
 	{87, "ReadShareGroupStateSummary", 0, -1, 0, 1, -1, 0},
-	{88, "StreamsGroupHeartbeat", 0, -1, 0, 0, -1, 0},
-	{89, "StreamsGroupDescribe", 0, -1, 0, 0, -1, 0},
+	{88, "StreamsGroupHeartbeat", 0, -1, 0, 1, -1, 0},
+	{89, "StreamsGroupDescribe", 0, -1, 0, 1, -1, 0},
 	{90, "DescribeShareGroupOffsets", 0, -1, 0, 1, -1, 0},
 	{91, "AlterShareGroupOffsets", 0, -1, 0, 0, -1, 0},
 	{92, "DeleteShareGroupOffsets", 0, -1, 0, 0, -1, 0},
+	{93, "StreamsGroupTopologyDescriptionUpdate", 0, -1, 0, 0, -1, 0},
+	{94, "UnregisterController", 0, -1, 0, 0, -1, 0},
 };
 
 #define NAPIS ((int)(sizeof(apis) / sizeof(apis[0])))

@@ -33,14 +33,17 @@ enum codec_api_key {
 	CODEC_API_SHARE_ACKNOWLEDGE = 79,
 };
 
+/** Highest API key Apache Kafka 4.4 defines (the table is dense from 0). */
+#define CODEC_API_KEY_MAX 94
+
 /** One row of the API table: every API key Apache Kafka 4.x knows. */
 struct codec_api {
 	int16_t key;
 	const char *name;       /* "Produce", "Metadata", ... */
 	int16_t flexible_from;  /* first flexible version; -1 if never */
 	int16_t decode_max;     /* highest version syncgate decodes; -1: opaque */
-	int16_t min_version;    /* lowest version Apache Kafka 4.3 serves; -1: none */
-	int16_t max_version;    /* highest stable version Apache Kafka 4.3 serves; -1: none */
+	int16_t min_version;    /* lowest version Apache Kafka 4.4 serves; -1: none */
+	int16_t max_version;    /* highest stable version Apache Kafka 4.4 serves; -1: none */
 	int16_t endpoints_from; /* first version whose response names brokers (rewritten); -1: never */
 	uint8_t does;           /* what syncgate does besides forwarding: CODEC_DOES_* (0: byte for byte) */
 };
@@ -140,6 +143,9 @@ int16_t codec_produce_error_downmap(int16_t code, int16_t produce_version,
 /* ------------------------------------------------------------------------ */
 /* ApiVersions (key 18)                                                     */
 /* ------------------------------------------------------------------------ */
+
+/** Highest ApiVersions version syncgate decodes and rewrites (Kafka 4.4: v5). */
+#define CODEC_API_VERSIONS_MAX 5
 
 struct codec_api_version_range {
 	int16_t api_key;

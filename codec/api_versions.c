@@ -1,10 +1,15 @@
-/* ApiVersions (key 18) request and response, v0–v4, including the v0-layout error reply. */
+/*
+ * ApiVersions (key 18) request and response, v0–v5, including the v0-layout
+ * error reply. v5 (KIP-1242) adds ClusterId and NodeId to the request (the
+ * broker answers REBOOTSTRAP_REQUIRED when they name another cluster or
+ * node); its response has the v3/v4 layout.
+ */
 #include <stdlib.h>
 #include <string.h>
 
 #include "codec/codec.h"
 
-#define API_VERSIONS_MAX 4
+#define API_VERSIONS_MAX CODEC_API_VERSIONS_MAX
 
 /* ---- request ------------------------------------------------------------ */
 
@@ -19,6 +24,11 @@ enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, in
 		out->client_software_name = codec_read_str(&r, false);
 		out->client_software_version = codec_read_str(&r, false);
 	}
+	out->node_id = -1;
+	if (version >= 5) {
+		out->cluster_id = codec_read_str(&r, true);
+		out->node_id = codec_read_i32(&r);
+	}
 	codec_read_tags(&r, &out->tags, NULL, NULL);
 	return codec_reader_finish(&r);
 }
@@ -27,6 +37,7 @@ void codec_api_versions_request_free(struct codec_api_versions_request *m)
 {
 	free(m->client_software_name);
 	free(m->client_software_version);
+	free(m->cluster_id);
 	codec_tags_free(&m->tags);
 	memset(m, 0, sizeof(*m));
 }

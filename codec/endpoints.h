@@ -83,13 +83,16 @@ enum codec_err codec_tags_grow(const struct codec_iov *iov, int niov, size_t len
 /* Full decode of ApiVersions requests and Metadata responses              */
 /* ------------------------------------------------------------------------ */
 
-/** ApiVersions request (spec ApiVersionsRequest v0–v4; fields v3+). */
+/** ApiVersions request (spec ApiVersionsRequest v0–v5; fields v3+, v5+). */
 struct codec_api_versions_request {
 	char *client_software_name;
 	char *client_software_version;
+	char *cluster_id;   /* v5+ (KIP-1242): the cluster the client means to reach; NULL: unknown */
+	int32_t node_id;    /* v5+: the node it means to reach; -1 unknown (and below v5) */
 	struct codec_tags tags;
 };
-/** Decode/free an ApiVersions request body (v0–v2 are empty). */
+/** Decode/free an ApiVersions request body (v0–v2 are empty); versions above
+ * CODEC_API_VERSIONS_MAX: CODEC_ERR_UNSUPPORTED. */
 enum codec_err codec_api_versions_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						 struct codec_api_versions_request *out) CODEC_WUR;
 void codec_api_versions_request_free(struct codec_api_versions_request *m);

@@ -534,6 +534,13 @@ extern const struct conf_setting conf_settings[];
 extern const size_t conf_nsettings;
 /** Setting by exact path, or NULL. */
 const struct conf_setting *conf_setting_find(const char *path);
+/**
+ * For an unknown `key` under `prefix` (a settings path: "" top level,
+ * "gate", "mirrors[]"): the name of the sibling setting closest to it, when
+ * within an edit distance of 2 (a swap of two neighbours counts 1) and less
+ * than half the key's length; NULL if none. Points into the table. Pure.
+ */
+const char *conf_setting_near(const char *prefix, const char *key);
 /** Whether setting `s` differs between two bases (a struct conf, or a
  * struct conf_mirror for "mirrors[]." settings). Any thread. */
 bool conf_setting_differs(const struct conf_setting *s, const void *a, const void *b);

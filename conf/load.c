@@ -314,7 +314,12 @@ static void walk_map(struct loader *L, yaml_node_t *map, const char *prefix, con
 		join(dpath, sizeof(dpath), dprefix, key);
 		const struct conf_setting *s = strpbrk(key, ".[]") ? NULL : conf_setting_find(path);
 		if (!s) {
-			conf_err_at(L, k->start_mark, "unknown key '%.200s'", dpath);
+			const char *near = conf_setting_near(prefix, key);
+			if (near)
+				conf_err_at(L, k->start_mark, "unknown key '%.200s' (did you mean '%s%s%s'?)", dpath,
+					    dprefix, *dprefix ? "." : "", near);
+			else
+				conf_err_at(L, k->start_mark, "unknown key '%.200s'", dpath);
 			continue;
 		}
 		size_t idx = (size_t)(s - conf_settings);

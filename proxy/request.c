@@ -17,6 +17,7 @@
 
 #include "proxy/datapath.h"
 #include "proxy/security.h"
+#include "proxy/versions.h"
 
 static struct metric *m_frames[2], *m_bytes_in, *m_acks0;
 
@@ -263,7 +264,11 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 			      (unsigned long long)swallowed);
 		return -1;
 	}
-	proxy_client_note(c, in, len, &h, iov, niov);
+	enum proxy_version_verdict known = proxy_request_version_check(c, &h);
+	if (known == PROXY_VERSION_REFUSE)
+		return -1;
+	if (known == PROXY_VERSION_KNOWN)
+		proxy_client_note(c, in, len, &h, iov, niov);
 	if (h.api_key == CODEC_API_PRODUCE) {
 		if (!again)
 			metric_add(m_frames[0], 1);
@@ -292,6 +297,10 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	e->correlation_id = h.correlation_id;
 	e->api_key = h.api_key;
 	e->api_version = e->client_version = h.api_version;
+	if (known == PROXY_VERSION_PASS) {
+		forward(c, in, len); /* too new to read (versions.c): unchanged */
+		return 0;
+	}
 	if (h.api_key == CODEC_API_SASL_HANDSHAKE && h.api_version <= 1) {
 		/* SaslHandshake v0–v1: Mechanism is the only field (int16 length + bytes) */
 		niov = proxy_buf_iov(in, 4 + h.len, len - h.len, iov, PROXY_MAX_IOV);

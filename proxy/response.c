@@ -90,6 +90,43 @@ static void learn_topic_ids(struct proxy_conn *c, const struct codec_iov *iov, i
 }
 
 /*
+ * The answer to an ApiVersions request newer than syncgate decodes
+ * (versions.c passed it): what a broker answers a version it does not know,
+ * UNSUPPORTED_VERSION in the v0 layout naming the ApiVersions versions it
+ * serves (KIP-511) — here those syncgate decodes too: the broker's own
+ * range when it answered that way, capped to CODEC_API_VERSIONS_MAX, else
+ * 0 to CODEC_API_VERSIONS_MAX. The client retries with one of them, so no
+ * client sees an answer syncgate did not rewrite. Returns 1 (`out` holds the
+ * body), 0 on an encoding failure (the caller closes rather than forward).
+ */
+static int api_versions_too_new(const struct codec_iov *iov, int niov, struct codec_buf *out)
+{
+	struct codec_api_version_range own = {CODEC_API_API_VERSIONS, 0, CODEC_API_VERSIONS_MAX, {0}};
+	struct codec_api_versions_response m = { 0 };
+	struct codec_reader r;
+	codec_reader_init(&r, iov, niov);
+	bool v0_error = codec_read_i16(&r) == CODEC_ERROR_UNSUPPORTED_VERSION && r.err == CODEC_OK &&
+			codec_api_versions_response_decode(iov, niov, 0, &m) == CODEC_OK;
+	struct codec_api_version_range *range = &own;
+	for (size_t i = 0; v0_error && i < m.napi_keys; i++)
+		if (m.api_keys[i].api_key == CODEC_API_API_VERSIONS)
+			range = &m.api_keys[i];
+	if (range->max_version > CODEC_API_VERSIONS_MAX)
+		range->max_version = CODEC_API_VERSIONS_MAX;
+	if (range->min_version > range->max_version)
+		range = &own; /* a broker that serves none syncgate knows: it answers the retry */
+	struct codec_api_versions_response reply = {
+		.error_code = CODEC_ERROR_UNSUPPORTED_VERSION, .api_keys = range, .napi_keys = 1, .v0_layout = true,
+	};
+	codec_buf_init(out, 1u << 16);
+	int ok = codec_api_versions_response_encode(&reply, 0, out) == CODEC_OK;
+	codec_api_versions_response_free(&m);
+	if (!ok)
+		codec_buf_free(out);
+	return ok;
+}
+
+/*
  * ApiVersions: lower the max of every API syncgate decodes to what it can
  * decode (never below the broker's min, never raising a min), and offer
  * Produce v14 when the broker serves v13 (gate.advertise_produce_v14: auto).
@@ -101,6 +138,8 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 {
 	struct codec_api_versions_response m = { 0 };
 	int changed = 0;
+	if (version > CODEC_API_VERSIONS_MAX)
+		return api_versions_too_new(iov, niov, out);
 	if (codec_api_versions_response_decode(iov, niov, version, &m) != CODEC_OK ||
 	    m.v0_layout || m.error_code != 0) {
 		codec_api_versions_response_free(&m);
@@ -330,6 +369,8 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 			codec_buf_free(&s.ins);
 			return rc;
 		}
+		if (version > CODEC_API_VERSIONS_MAX)
+			return -1; /* never an answer syncgate could not read */
 		respond_unchanged(c, e, in, len);
 		return 0;
 	}

@@ -4,7 +4,7 @@
  * (libevent's evhttp client); every sidecar of a source cluster shares the
  * state log, so any of them will do.
  *
- *   syncgate-ctl [--admin [https://]HOST:PORT] [--cacert FILE [--cert FILE --key FILE]]
+ *   syncgate-ctl [--admin [https://]HOST:PORT|PORT] [--cacert FILE [--cert FILE --key FILE]]
  *                [--token-file FILE] [--output table|json] VERB
  *     --describe [--mirror M] [--topic T]
  *     --add --mirror M --topic T [--sync]
@@ -57,6 +57,7 @@
 #include <openssl/err.h>
 
 #include "proxy/cmd/ctl.h"
+#include "proxy/cmd/version.h"
 #include "proxy/tls.h"
 
 enum verb { VERB_NONE, VERB_DESCRIBE, VERB_ADD, VERB_ALTER, VERB_RELEASE, VERB_FAILOVER, VERB_VERIFY, VERB_UNFENCE,
@@ -87,7 +88,7 @@ struct ctl {
 static void usage(FILE *out)
 {
 	fprintf(out,
-		"usage: syncgate-ctl [--admin [https://]HOST:PORT] [--cacert FILE] [--cert FILE --key FILE]\n"
+		"usage: syncgate-ctl [--admin [https://]HOST:PORT|PORT] [--cacert FILE] [--cert FILE --key FILE]\n"
 		"                    [--token-file FILE] [--output table|json] VERB\n"
 		"  --describe [--mirror M] [--topic T]      mirror types, lag, destination offsets\n"
 		"  --add --mirror M --topic T [--sync]      register a topic (desired SYNC with --sync)\n"
@@ -105,7 +106,7 @@ static void usage(FILE *out)
 		"  switch --mirror M [--dry-run]            after a verified failover: every sidecar serves the\n"
 		"                                           destination at the same addresses (failover --switch:\n"
 		"                                           both in one command)\n"
-		"defaults: --admin 127.0.0.1:9464, --token-file $SYNCGATE_TOKEN_FILE\n"
+		"defaults: --admin 127.0.0.1:9464 (a bare PORT: 127.0.0.1:PORT), --token-file $SYNCGATE_TOKEN_FILE\n"
 		"HTTPS: https:// in --admin, or --cacert (server CA; default the system store);\n"
 		"       --cert/--key: client certificate for admin.tls.client_ca (mutual TLS)\n"
 		"exit codes: 0 ok (verified), 1 refused/failed/rejected/not verified, 2 usage,\n"
@@ -442,7 +443,7 @@ int main(int argc, char **argv)
 			}
 			c.confirmed[c.nconfirmed++] = optarg;
 			break;
-		case 'V': printf("syncgate-ctl %s\n", SYNCGATE_VERSION); return 0;
+		case 'V': printf("syncgate-ctl %s (commit %s)\n", SYNCGATE_VERSION, SYNCGATE_COMMIT); return 0;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -466,6 +467,12 @@ int main(int argc, char **argv)
 		c.tls = true;
 	} else if (!strncmp(c.admin, "http://", 7)) {
 		c.admin += 7;
+	}
+	static char local[32];
+	if (*c.admin && strspn(c.admin, "0123456789") == strlen(c.admin) && strlen(c.admin) <= 5) {
+		/* a bare port: this host's loopback, as admin.listen's default is */
+		snprintf(local, sizeof(local), "127.0.0.1:%s", c.admin);
+		c.admin = local;
 	}
 	const char *bad = NULL;
 	if (c.then_switch && verbs == 0) { /* --switch alone: the switch verb */

@@ -32,6 +32,7 @@
 #include "conf/conf.h"
 #include "mirror/mirror.h"
 #include "proxy/admin/admin.h"
+#include "proxy/cmd/version.h"
 #include "proxy/proxy.h"
 
 struct syncgate {
@@ -69,8 +70,8 @@ static void usage(FILE *out)
 static void process_metrics_init(struct syncgate *sg)
 {
 	metric_set(metric_get(METRIC_GAUGE, "syncgate_build_info",
-			      "Always 1; the version of the running syncgate as a label.",
-			      "version=\"" SYNCGATE_VERSION "\"", NULL, 0), 1);
+			      "Always 1; the version and git commit of the running syncgate as labels.",
+			      "version=\"" SYNCGATE_VERSION "\",commit=\"" SYNCGATE_COMMIT "\"", NULL, 0), 1);
 	metric_set(metric_get(METRIC_GAUGE, "syncgate_start_time_seconds",
 			      "Start time of the process since the Unix epoch, seconds.", "", NULL, 0),
 		   (double)time(NULL));
@@ -278,7 +279,8 @@ static int run(const char *path)
 	evsignal_add(ev_term, NULL);
 	evsignal_add(ev_int, NULL);
 	evsignal_add(ev_hup, NULL);
-	LOG_I("started", "version=%s mode=%s listen=%s:%d upstream=%s:%d mirrors=%zu", SYNCGATE_VERSION,
+	LOG_I("started", "version=%s commit=%s mode=%s listen=%s:%d upstream=%s:%d mirrors=%zu",
+	      SYNCGATE_VERSION, SYNCGATE_COMMIT,
 	      sg.conf->mode == CONF_MODE_GATEWAY ? "gateway" : "sidecar", sg.conf->listen_kafka.host,
 	      sg.conf->listen_kafka.port, sg.conf->upstream_broker.host, sg.conf->upstream_broker.port,
 	      sg.conf->nmirrors);
@@ -361,7 +363,7 @@ int main(int argc, char **argv)
 		conf_reference_write(stdout);
 		return 0;
 	case 'V':
-		printf("syncgate %s\n", SYNCGATE_VERSION);
+		printf("syncgate %s (commit %s)\n", SYNCGATE_VERSION, SYNCGATE_COMMIT);
 		return 0;
 	case 'h':
 		usage(stdout);

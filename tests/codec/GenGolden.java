@@ -1,10 +1,11 @@
 /*
  * Golden-frame generator: builds every message/version syncgate decodes with
- * Apache Kafka's own serializers (kafka-clients 4.3.1) — an encoder
- * independent of codec/ — and writes each full frame (size prefix, header,
- * body) as hex to <dir>/<api>_<req|resp>_v<N>.hex.
+ * Apache Kafka's own serializers (kafka-clients 4.4.0, the newest broker's:
+ * ApiVersions v5) — an encoder independent of codec/ — and writes each full
+ * frame (size prefix, header, body) as hex to <dir>/<api>_<req|resp>_v<N>.hex.
  *
- *   java -cp "$(ls .cache/kafka-4.3.1/libs/*.jar | tr '\n' :)" \
+ *   SG_KAFKA_VERSION=4.4.0 SG_KAFKA_BROKER_ONLY=1 tests/kafka/fetch-jars.sh
+ *   java -cp "$(ls .cache/kafka-4.4.0/libs/*.jar | tr '\n' :)" \
  *       tests/codec/GenGolden.java tests/codec/golden
  *
  * Real frames from a broker/client can replace or extend these:
@@ -274,9 +275,10 @@ public class GenGolden {
 
 	static void apiVersions() throws Exception {
 		ApiKeys k = ApiKeys.API_VERSIONS;
-		for (short v = 0; v <= 4; v++) {
+		for (short v = 0; v <= 5; v++) {
 			ApiVersionsRequestData req = new ApiVersionsRequestData();
 			if (v >= 3) req.setClientSoftwareName("golden").setClientSoftwareVersion("1.0");
+			if (v >= 5) req.setClusterId("golden-cluster-id").setNodeId(3);
 			put("api_versions", k, v, true, req);
 			ApiVersionsResponseData.ApiVersionCollection keys = new ApiVersionsResponseData.ApiVersionCollection();
 			for (ApiKeys a : new ApiKeys[] {ApiKeys.PRODUCE, ApiKeys.FETCH, ApiKeys.METADATA, ApiKeys.API_VERSIONS})

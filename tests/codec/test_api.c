@@ -9,19 +9,19 @@
 
 Test(codec, api_table_is_dense_and_complete)
 {
-	for (int16_t k = 0; k <= 92; k++) {
+	for (int16_t k = 0; k <= CODEC_API_KEY_MAX; k++) {
 		const struct codec_api *a = codec_api_get(k);
 		cr_assert_not_null(a, "key %d", k);
 		cr_assert(eq(i64, (int64_t)(a->key), (int64_t)(k)));
 		cr_assert_not_null(a->name);
 	}
-	cr_assert_null(codec_api_get(93));
+	cr_assert_null(codec_api_get(CODEC_API_KEY_MAX + 1));
 	cr_assert_null(codec_api_get(-1));
 	cr_assert_str_eq(codec_api_name(1000), "Unknown");
 	cr_assert_str_eq(codec_api_name(CODEC_API_SHARE_ACKNOWLEDGE), "ShareAcknowledge");
 }
 
-Test(codec, api_table_kafka_43_versions)
+Test(codec, api_table_kafka_44_versions)
 {
 	const struct codec_api *p = codec_api_get(CODEC_API_PRODUCE);
 	cr_assert(eq(i64, (int64_t)(p->min_version), (int64_t)(3)));
@@ -35,7 +35,30 @@ Test(codec, api_table_kafka_43_versions)
 	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_LIST_OFFSETS)->min_version), (int64_t)(1)));
 	cr_assert(eq(i64, (int64_t)(codec_api_get(4)->max_version), (int64_t)(-1)), "LeaderAndIsr is gone in 4.x");
 	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_SASL_HANDSHAKE)->flexible_from), (int64_t)(-1)));
-	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_SASL_HANDSHAKE)->decode_max), (int64_t)(-1)));
+	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_SASL_HANDSHAKE)->decode_max), (int64_t)(1)));
+	const struct codec_api *av = codec_api_get(CODEC_API_API_VERSIONS);
+	cr_assert(eq(i64, (int64_t)(av->max_version), (int64_t)(5)), "ApiVersions v5 (KIP-1242)");
+	cr_assert(eq(i64, (int64_t)(av->decode_max), (int64_t)(5)));
+	cr_assert(eq(i64, (int64_t)(codec_api_get(CODEC_API_TXN_OFFSET_COMMIT)->max_version), (int64_t)(6)));
+	cr_assert_str_eq(codec_api_name(94), "UnregisterController");
+}
+
+/* Every API whose handling depends on reading it decodes every version the
+ * newest Kafka serves; above decode_max, proxy/versions.c reports it. */
+Test(codec, api_table_rows_syncgate_reads_decode_every_served_version)
+{
+	int judged = 0;
+	for (int16_t k = 0; k <= CODEC_API_KEY_MAX; k++) {
+		const struct codec_api *a = codec_api_get(k);
+		if (!a->does && a->endpoints_from < 0)
+			continue;
+		judged++;
+		cr_assert(ge(i64, (int64_t)a->decode_max, (int64_t)a->max_version), "%s", a->name);
+		cr_assert(le(i64, (int64_t)a->decode_max, (int64_t)a->max_version + 1), "%s: at most Produce's v14",
+			  a->name);
+	}
+	cr_assert(gt(int, judged, 0));
+	cr_assert(ge(i64, (int64_t)codec_api_get(CODEC_API_API_VERSIONS)->decode_max, 5), "ApiVersions v5 is read");
 }
 
 Test(codec, api_header_versions)
@@ -64,7 +87,7 @@ Test(codec, api_table_names_the_responses_with_broker_addresses)
 	cr_assert_not(codec_response_has_endpoints(CODEC_API_FETCH, 15));
 	cr_assert(codec_response_has_endpoints(CODEC_API_FETCH, 16), "Fetch v16+: NodeEndpoints (KIP-951)");
 	int n = 0;
-	for (int16_t k = 0; k <= 92; k++)
+	for (int16_t k = 0; k <= CODEC_API_KEY_MAX; k++)
 		n += codec_api_get(k)->endpoints_from >= 0;
 	cr_assert(eq(i64, (int64_t)(n), (int64_t)(7)), "no other response names brokers");
 	cr_assert_not(codec_response_has_endpoints(1000, 0));
@@ -75,7 +98,7 @@ Test(codec, api_table_names_the_responses_with_broker_addresses)
 Test(codec, api_table_says_what_syncgate_does_besides_forwarding)
 {
 	int held = 0, clamped = 0, streamed = 0, read = 0;
-	for (int16_t k = 0; k <= 92; k++) {
+	for (int16_t k = 0; k <= CODEC_API_KEY_MAX; k++) {
 		unsigned d = codec_api_get(k)->does;
 		held += (d & CODEC_DOES_HOLD) != 0;
 		clamped += (d & CODEC_DOES_CLAMP) != 0;

@@ -1,4 +1,4 @@
-/* codec/api_versions.c: ApiVersions request/response v0–v4 and the v0-layout error reply. */
+/* codec/api_versions.c: ApiVersions request/response v0–v5 and the v0-layout error reply. */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <stdio.h>
@@ -12,9 +12,9 @@ CODEC_TEST_OPS(api_versions_req, "api_versions_req", CODEC_API_API_VERSIONS, tru
 CODEC_TEST_OPS(api_versions_resp, "api_versions_resp", CODEC_API_API_VERSIONS, false,
 	       struct codec_api_versions_response, codec_api_versions_response);
 
-Test(codec, api_versions_golden_roundtrip_v0_to_v4)
+Test(codec, api_versions_golden_roundtrip_v0_to_v5)
 {
-	for (int16_t v = 0; v <= 4; v++) {
+	for (int16_t v = 0; v <= CODEC_API_VERSIONS_MAX; v++) {
 		check_golden(&api_versions_req, v);
 		check_golden(&api_versions_resp, v);
 	}
@@ -53,7 +53,7 @@ Test(codec, api_versions_unsupported_version_reply_uses_v0_layout)
 	/* The broker answers a v4 request it cannot parse in v0 layout, error 35. */
 	golden_load(&g, "api_versions_err_resp_v0", false, CODEC_API_API_VERSIONS, 0);
 	struct codec_iov body = golden_body(&g);
-	for (int16_t v = 0; v <= 4; v++) {
+	for (int16_t v = 0; v <= CODEC_API_VERSIONS_MAX; v++) {
 		struct codec_api_versions_response m;
 		cr_assert(eq(i64, (int64_t)(codec_api_versions_response_decode(&body, 1, v, &m)), (int64_t)(CODEC_OK)), "v%d", v);
 		cr_assert(m.v0_layout);
@@ -68,6 +68,57 @@ Test(codec, api_versions_unsupported_version_reply_uses_v0_layout)
 		codec_buf_free(&out);
 		codec_api_versions_response_free(&m);
 	}
+	golden_free(&g);
+}
+
+/* v5 (KIP-1242): the client names the cluster and node it means to reach;
+ * the client software fields stay where v3/v4 have them. */
+Test(codec, api_versions_v5_request_fields)
+{
+	struct golden g;
+	golden_load(&g, "api_versions_req_v5", true, CODEC_API_API_VERSIONS, 5);
+	struct codec_iov body = golden_body(&g);
+	struct codec_api_versions_request m;
+	cr_assert(eq(int, codec_api_versions_request_decode(&body, 1, 5, &m), CODEC_OK));
+	cr_assert(eq(str, m.client_software_name, "golden"));
+	cr_assert(eq(str, m.client_software_version, "1.0"));
+	cr_assert(eq(str, m.cluster_id, "golden-cluster-id"));
+	cr_assert(eq(i32, m.node_id, 3));
+	codec_api_versions_request_free(&m);
+	/* read as v4 it is not whole: the version decides the layout */
+	cr_assert(ne(int, codec_api_versions_request_decode(&body, 1, 4, &m), CODEC_OK));
+	codec_api_versions_request_free(&m);
+	cr_assert(eq(int, codec_api_versions_request_decode(&body, 1, CODEC_API_VERSIONS_MAX + 1, &m),
+		     CODEC_ERR_UNSUPPORTED), "a newer version is not guessed at");
+	golden_free(&g);
+}
+
+/* The v5 response has the v4 layout: Produce v14 is advertised by the same rewrite. */
+Test(codec, api_versions_v5_response_rewrite)
+{
+	struct golden g;
+	golden_load(&g, "api_versions_resp_v5", false, CODEC_API_API_VERSIONS, 5);
+	struct codec_iov body = golden_body(&g);
+	struct codec_api_versions_response m;
+	cr_assert(eq(int, codec_api_versions_response_decode(&body, 1, 5, &m), CODEC_OK));
+	cr_assert_not(m.v0_layout);
+	cr_assert(eq(sz, m.napi_keys, 4));
+	cr_assert(eq(i16, m.api_keys[0].api_key, CODEC_API_PRODUCE));
+	cr_assert(eq(i16, m.api_keys[0].max_version, 13));
+	cr_assert(eq(i16, m.api_keys[3].api_key, CODEC_API_API_VERSIONS));
+	cr_assert(eq(i16, m.api_keys[3].max_version, 5), "kafka-clients 4.4.0 serves ApiVersions v5");
+	cr_assert(eq(sz, m.tags.count, 3), "SupportedFeatures, FinalizedFeaturesEpoch, FinalizedFeatures kept");
+	m.api_keys[0].max_version = CODEC_PRODUCE_V14;
+	struct codec_buf out;
+	codec_buf_init(&out, 1 << 20);
+	cr_assert(eq(int, codec_api_versions_response_encode(&m, 5, &out), CODEC_OK));
+	cr_assert(eq(sz, out.len, body.len), "one int16 changed in place");
+	codec_api_versions_response_free(&m);
+	struct codec_iov again = {out.data, out.len};
+	cr_assert(eq(int, codec_api_versions_response_decode(&again, 1, 5, &m), CODEC_OK));
+	cr_assert(eq(i16, m.api_keys[0].max_version, CODEC_PRODUCE_V14));
+	codec_api_versions_response_free(&m);
+	codec_buf_free(&out);
 	golden_free(&g);
 }
 

@@ -4,7 +4,8 @@
 # Prometheus rules, metric names in rules and dashboard exist in the sources,
 # the Grafana dashboard is valid JSON, `systemd-analyze verify` on the unit
 # (when available), the example configs pass `syncgate --check-config` (when
-# built), `bash -n` on the sandbox scripts, and the Containerfile copies only
+# built), `bash -n` on the sandbox scripts, `--help` of the test-bed scripts
+# exits 0 with the usage, and the Containerfile copies only
 # paths that exist. Prints one line per check; exits non-zero on any failure.
 # Env: BUILD_DIR (default build) for build/proxy/syncgate.
 set -uo pipefail
@@ -113,6 +114,16 @@ assert not pod["spec"].get("hostNetwork")
 
 # -- scripts, Containerfile -----------------------------------------------------------------------
 check "bash -n deploy/local/*.sh tests/deploy/*.sh" bash -c 'for f in deploy/local/*.sh tests/deploy/*.sh; do bash -n "$f" || exit 1; done'
+# --help is a question, not a mistake: usage on stdout, exit 0 (bad usage: stderr, exit 2)
+help_exits_0() {
+  local s out
+  for s in tests/kafka/cluster.sh tests/kafka/mm2.sh tests/kafka/testmirror.sh deploy/local/down.sh; do
+    out="$(bash "$s" --help 2>/dev/null)" || { echo "$s --help: exit $?"; return 1; }
+    grep -q "$(basename "$s")" <<<"$out" || { echo "$s --help: no usage on stdout"; return 1; }
+  done
+  bash tests/kafka/cluster.sh --bogus >/dev/null 2>&1; [ $? -eq 2 ] || { echo "cluster.sh --bogus: not exit 2"; return 1; }
+}
+check "test-bed scripts: --help prints the usage and exits 0" help_exits_0
 check "Containerfile COPY sources exist" bash -c '
   bad=0
   while read -r src; do

@@ -100,9 +100,10 @@ def topic_name(request) -> str:
 def make_cluster(bed):
     made: list[Cluster] = []
 
-    def factory(name: str, brokers: int = 3, props=None, listeners=(), node_props=None, first_id=1) -> Cluster:
+    def factory(name: str, brokers: int = 3, props=None, listeners=(), node_props=None, first_id=1,
+                kafka_libs=None) -> Cluster:
         c = bed.start_cluster(name, brokers=brokers, props=props, listeners=listeners,
-                              node_props=node_props, first_id=first_id)
+                              node_props=node_props, first_id=first_id, kafka_libs=kafka_libs)
         made.append(c)
         return c
 

@@ -38,6 +38,24 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KAFKA_DIR = os.path.join(REPO, "tests", "kafka")
 STATE_HOME = os.environ.get("SG_STATE_HOME", "/tmp/syncgate-testbed")
+# The newest Kafka broker, whose versions syncgate's API table follows
+# (codec/api.c); the test bed itself runs the version pinned in pom.xml.
+NEWEST_KAFKA = "4.4.0"
+
+
+def newest_kafka_libs() -> str:
+    """The jar folder of a NEWEST_KAFKA broker (no MirrorMaker 2), fetched by
+    fetch-jars.sh when missing (tests/run.sh fetches it ahead);
+    SG_KAFKA_NEWEST_LIBS says where instead. For
+    start_cluster(kafka_libs=...)."""
+    libs = os.environ.get("SG_KAFKA_NEWEST_LIBS") or \
+        os.path.join(REPO, ".cache", f"kafka-{NEWEST_KAFKA}", "libs")
+    if not os.path.isfile(os.path.join(libs, ".complete")):
+        subprocess.run(["bash", os.path.join(KAFKA_DIR, "fetch-jars.sh")], check=True, timeout=900,
+                       stdout=subprocess.DEVNULL,
+                       env={**os.environ, "SG_KAFKA_VERSION": NEWEST_KAFKA,
+                            "SG_KAFKA_BROKER_ONLY": "1", "SG_KAFKA_LIBS": libs})
+    return libs
 MM2_OFFSET_SYNCS_TOPIC = "mm2-offset-syncs.dest.internal"  # on the SOURCE cluster
 
 
@@ -108,11 +126,12 @@ class KafkaBed:
 
     # -- scripts -------------------------------------------------------------
     def sh(self, script: str, *args: str, timeout: float = 300, check: bool = True,
-           capture: bool = False) -> subprocess.CompletedProcess:
-        """Run tests/kafka/<script> with this run's environment. Progress goes to
-        stderr (shown by pytest on failure). capture=True returns stdout."""
+           capture: bool = False, env: Optional[dict] = None) -> subprocess.CompletedProcess:
+        """Run tests/kafka/<script> with this run's environment (plus `env`).
+        Progress goes to stderr (shown by pytest on failure). capture=True
+        returns stdout."""
         cmd = ["bash", os.path.join(KAFKA_DIR, script), *map(str, args)]
-        p = subprocess.run(cmd, env=self.env, timeout=timeout, text=True,
+        p = subprocess.run(cmd, env={**self.env, **(env or {})}, timeout=timeout, text=True,
                            stdout=subprocess.PIPE if capture else None)
         if check and p.returncode != 0:
             raise BedError(f"{' '.join(cmd[1:])} failed with exit code {p.returncode}")
@@ -121,8 +140,11 @@ class KafkaBed:
     # -- clusters ------------------------------------------------------------
     def start_cluster(self, name: str, brokers: int = 1, props: Optional[dict] = None,
                       timeout: float = 120, listeners: Sequence[str] = (),
-                      node_props: Optional[dict] = None, first_id: int = 1) -> "Cluster":
+                      node_props: Optional[dict] = None, first_id: int = 1,
+                      kafka_libs: Optional[str] = None) -> "Cluster":
         """Start a KRaft cluster (see cluster.sh) and return it once ready.
+        kafka_libs: the jar folder of another Kafka version for its nodes
+        (newest_kafka_libs()); its tools still run from the run's own.
         listeners: extra broker listeners "NAME:PROTOCOL" (e.g. "SSL:SSL"),
         each on its own port: Cluster.listener(broker_id, NAME).
         node_props: {node id: {key: value}} for one node only (e.g.
@@ -137,7 +159,8 @@ class KafkaBed:
         for lst in listeners:
             args += ["--listener", lst]
         t0 = time.monotonic()
-        self.sh("cluster.sh", *args, timeout=timeout + 60)
+        self.sh("cluster.sh", *args, timeout=timeout + 60,
+                env={"SG_KAFKA_LIBS": kafka_libs} if kafka_libs else None)
         c = Cluster(self, name)
         c.startup_seconds = time.monotonic() - t0
         self.clusters[name] = c

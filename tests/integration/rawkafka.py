@@ -287,10 +287,16 @@ class RawClient:
         return corr, body
 
     # conveniences
-    def api_versions(self, version: int = 3) -> tuple[int, dict]:
+    def api_versions(self, version: int = 3, software: tuple[str, str] = ("rawkafka", "1.0"),
+                     cluster_id: Optional[str] = None, node_id: int = -1) -> tuple[int, dict]:
+        """ApiVersions at `version`: v3+ names the client software, v5+
+        (KIP-1242; any later version in that layout) the cluster and node."""
         body = b""
         if version >= 3:
-            body = string("rawkafka", True) + string("1.0", True) + TAGS0
+            body = string(software[0], True) + string(software[1], True)
+            if version >= 5:
+                body += string(cluster_id, True) + i32(node_id)
+            body += TAGS0
         self.send(18, version, body)
         _, resp = self.recv()
         return parse_api_versions(resp, version)

@@ -5,6 +5,7 @@ a bad file, usage errors, and the generated reference. No Kafka needed."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 
 import pytest
@@ -135,7 +136,17 @@ def test_print_config_reference_matches_the_docs():
 
 
 def test_version_and_help():
+    """--version prints meson.build's project version (the one place it is
+    set) and the git commit built (proxy/cmd/meson.build's vcs_tag; "unknown"
+    from a tarball)."""
+    with open(os.path.join(REPO, "meson.build")) as f:
+        version = re.search(r"version : '([^']+)'", f.read()).group(1)
+    commit = "unknown"
+    if os.path.exists(os.path.join(REPO, ".git")):
+        commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, check=True).stdout.strip()
     p = syncgate("--version")
-    assert p.returncode == 0 and p.stdout.startswith("syncgate ")
+    assert p.returncode == 0
+    assert p.stdout == f"syncgate {version} (commit {commit})\n"
     p = syncgate("--help")
     assert p.returncode == 0 and p.stdout.startswith("usage: syncgate --config FILE")

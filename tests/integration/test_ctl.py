@@ -49,6 +49,20 @@ def test_describe_table_and_json(bed, make_syncgate, source, dest, topic_name):
     assert [p["progress"] for p in t["partitions"]] == [0, 0]
 
 
+def test_admin_as_a_bare_port_is_this_hosts_loopback(make_syncgate, source):
+    """`--admin 26445` means 127.0.0.1:26445 (the admin listener's default
+    host), not an address without a port answered with the TLS hint."""
+    sg = make_syncgate(source)
+    p = subprocess.run([CTL, "--admin", str(sg.admin_port), "--output", "json", "--describe"],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert "mirrors" in json.loads(p.stdout)
+    closed = free_port()
+    p = subprocess.run([CTL, "--admin", str(closed), "--describe"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3
+    assert f"cannot reach the admin API at 127.0.0.1:{closed}" in p.stderr
+
+
 def test_alter_add_release_results_and_exit_codes(bed, make_syncgate, source, dest, topic_name):
     other = topic_name + "-x"
     for t in (topic_name, other):

@@ -1,9 +1,13 @@
 """The transparent proxy against real Apache Kafka: real clients work through
 syncgate as they do directly, no broker address reaches a client, framing
-and version negotiation faults close cleanly (scenarios S3, S5, S6, S9)."""
+and version negotiation faults close cleanly, ApiVersions v5 from the newest
+broker (Kafka 4.4) is rewritten, and a version newer than syncgate
+understands is counted and refused or answered (scenarios S3, S5, S6, S7,
+S9)."""
 
 from __future__ import annotations
 
+import re
 import socket
 import struct
 import subprocess
@@ -11,9 +15,9 @@ import time
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from kafkabed import wait_until
-from rawkafka import RawClient, i32
-from sgfixture import java_tool, make_syncgate  # noqa: F401 - fixture
+from kafkabed import newest_kafka_libs, wait_until
+from rawkafka import RawClient, i32, produce_body, record_batch
+from sgfixture import SYNCGATE_BIN, java_tool, make_syncgate  # noqa: F401 - fixture
 
 
 def test_metadata_addresses_are_syncgate_only(make_syncgate, source, topic_name):
@@ -120,7 +124,7 @@ def _produce_body(topic: str, acks: int) -> bytes:
 
 
 def test_api_versions_from_the_future(make_syncgate, source):
-    """S6: ApiVersions v5 (unknown to the broker) gets the broker's v0-layout
+    """S6: ApiVersions v5 (unknown to a 4.3 broker) gets the broker's v0-layout
     UNSUPPORTED_VERSION reply unchanged; the client's retry on the same
     connection works and Produce keeps min 0 (S7) with a max ≥ 7."""
     sg = make_syncgate(source)
@@ -133,6 +137,84 @@ def test_api_versions_from_the_future(make_syncgate, source):
     assert err == 0
     assert apis[0][0] <= 3 and apis[0][1] >= 7
     assert apis[1][1] >= 10
+
+
+def test_api_versions_v5_through_the_newest_broker(make_cluster, make_syncgate):
+    """S7 at ApiVersions v5 (KIP-1242, what Java 4.4 clients send first),
+    through a real Kafka 4.4 broker: the answer advertises Produce v14 (the
+    mirror-sync version) and the client software name is learnt
+    (client_software, what gate.timeout_answers matches), as at v3/v4.
+    Before syncgate read v5, the answer passed unchanged (Produce max 13)
+    and the name was never logged."""
+    newest = make_cluster("newest", brokers=1, kafka_libs=newest_kafka_libs())
+    direct = RawClient(*newest.brokers[newest.broker_ids[0]].split(":"))
+    err, apis = direct.api_versions(version=5)
+    direct.close()
+    assert err == 0 and apis[18][1] >= 5, "a broker that serves ApiVersions v5"
+    assert apis[0][1] == 13
+    sg = make_syncgate(newest)
+    c = RawClient("127.0.0.1", sg.port)
+    err, apis = c.api_versions(version=5, software=("rawkafka-v5", "4.4.0"))
+    c.close()
+    assert err == 0
+    assert apis[0][1] == 14, "Produce v14 advertised"
+    assert apis[0][0] <= 3, "its minimum never raised"
+    assert apis[18][1] == 5, "ApiVersions v5 is understood, not capped"
+    wait_until(lambda: 'client_software conn=' in sg.log() and 'name="rawkafka-v5" version="4.4.0"' in sg.log(),
+               timeout=10)
+    assert sg.metric("syncgate_unknown_api_version_total") == 0
+
+
+def test_version_newer_than_syncgate_understands_is_counted(make_syncgate, source, topic_name):
+    """A request version above what syncgate decodes, on an API whose
+    handling depends on reading it, is counted
+    (syncgate_unknown_api_version_total{api}) and logged
+    (request_version_unknown): an ApiVersions is answered UNSUPPORTED_VERSION
+    naming versions syncgate knows (the broker's own range, capped), and the
+    retry on the same connection works; a Produce syncgate could not hold
+    closes the connection and is never forwarded (nothing appended)."""
+    source.create_topic(topic_name, partitions=1)
+    sg = make_syncgate(source)
+    future = 6  # one above ApiVersions v5, the newest syncgate (and Kafka 4.4) knows
+    direct = RawClient(*source.brokers[source.broker_ids[0]].split(":"))
+    _, broker_says = direct.api_versions(version=future)
+    direct.close()
+    c = RawClient("127.0.0.1", sg.port)
+    err, apis = c.api_versions(version=future)
+    assert err == 35
+    assert list(apis) == [18]
+    assert apis[18][0] == 0 and apis[18][1] == min(broker_says[18][1], 5)
+    err, apis = c.api_versions(version=apis[18][1])
+    assert err == 0 and apis[0][1] >= 13, "the retry within it is rewritten"
+    c.close()
+    assert sg.metric('syncgate_unknown_api_version_total{api="ApiVersions"}') == 1
+    assert "request_version_unknown" in sg.log() and "api=ApiVersions version=6" in sg.log()
+
+    p = RawClient("127.0.0.1", sg.port)
+    p.send(0, 15, produce_body(13, -1, 30000, {topic_name: {0: record_batch([b"x"])}},
+                               topic_ids={topic_name: bytes(16)}))
+    try:
+        p.recv()
+        answered = True
+    except (ConnectionError, OSError):
+        answered = False
+    p.close()
+    assert not answered, "refused: the connection is closed"
+    assert sg.metric('syncgate_unknown_api_version_total{api="Produce"}') == 1
+    assert "api=Produce version=15 understood=14 action=refuse" in sg.log()
+    assert source.high_watermark(topic_name, 0) == 0, "never forwarded"
+
+
+def test_start_line_and_build_info_name_version_and_commit(make_syncgate, source):
+    """The `started` line and syncgate_build_info carry the version (from
+    meson.build) and the git commit, the same as `syncgate --version`."""
+    sg = make_syncgate(source)
+    out = subprocess.run([SYNCGATE_BIN, "--version"], capture_output=True, text=True, check=True).stdout
+    m = re.fullmatch(r"syncgate (\S+) \(commit (\S+)\)\n", out)
+    assert m, out
+    version, commit = m.groups()
+    assert f"INFO started version={version} commit={commit} " in sg.log()
+    assert sg.metric(f'syncgate_build_info{{version="{version}",commit="{commit}"}}') == 1
 
 
 def test_tls_hello_on_plaintext_port_closes_cleanly(make_syncgate, source):

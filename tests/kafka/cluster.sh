@@ -115,6 +115,7 @@ cmd_start() {
       --listener) [[ "$2" =~ ^[A-Z0-9_]+:[A-Z_]+$ ]] || sg_die "--listener NAME:PROTOCOL (upper case)"
                   extra+=("$2"); shift 2 ;;
       --timeout) TIMEOUT="$2"; shift 2 ;;
+      -h|--help) sg_usage 0 ;;
       -*) sg_usage ;;
       *) [ -z "$name" ] || sg_usage; name="$1"; shift ;;
     esac
@@ -423,6 +424,6 @@ case "$cmd" in
   run) [ $# -ge 2 ] || sg_usage; cmd_run "$@" ;;
   status) cmd_status ;;
   stop-all) cmd_stop_all "$@" ;;
-  -h|--help|help) sg_usage ;;
+  -h|--help|help) sg_usage 0 ;;
   *) sg_usage ;;
 esac

@@ -7,12 +7,15 @@
 # Idempotent: does nothing when that folder is already complete (marker file).
 # Prints the libs directory on stdout as its last line.
 #
-# Env: SG_KAFKA_LIBS   override the target folder
+# Env: SG_KAFKA_VERSION   another Kafka version than the pinned one (e.g. the
+#                          newest broker, tests/integration/test_proxy.py)
+#      SG_KAFKA_BROKER_ONLY=1   the broker and its tools only, no MirrorMaker 2
+#      SG_KAFKA_LIBS   override the target folder
 #      MAVEN_OPTS / MVN_ARGS   passed to mvn (e.g. a mirror settings file)
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-version="$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")"
+version="${SG_KAFKA_VERSION:-$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$here/pom.xml")}"
 libs="${SG_KAFKA_LIBS:-$repo/.cache/kafka-$version/libs}"
 
 if [ -f "$libs/.complete" ]; then
@@ -25,11 +28,16 @@ echo "fetch-jars: downloading Kafka $version jars into $libs ..." >&2
 tmp="$libs.tmp.$$"
 rm -rf "$tmp"; mkdir -p "$tmp"
 trap 'rm -rf "$tmp"' EXIT
+only=(); [ "${SG_KAFKA_BROKER_ONLY:-}" = 1 ] && only=(-Dsg.brokerOnly=true)
+# Debian's Maven 3.8 writes ANSI resets (ESC[0m) even in batch mode with
+# colours off: its output goes through a filter that drops escape sequences.
 # shellcheck disable=SC2086
-mvn -q -B -Dstyle.color=never ${MVN_ARGS:-} -f "$here/pom.xml" dependency:copy-dependencies \
-    -DincludeScope=runtime -DoutputDirectory="$tmp" >&2
+mvn -q -B --no-transfer-progress -Dstyle.color=never ${MVN_ARGS:-} -f "$here/pom.xml" \
+    -Dkafka.version="$version" "${only[@]}" dependency:copy-dependencies \
+    -DincludeScope=runtime -DoutputDirectory="$tmp" 2>&1 | sed $'s/\e\\[[0-9;]*[A-Za-z]//g' >&2
 n=$(ls "$tmp"/*.jar | wc -l)
-ls "$tmp"/kafka_2.13-"$version".jar "$tmp"/connect-mirror-"$version".jar >/dev/null
+ls "$tmp"/kafka_2.13-"$version".jar >/dev/null
+[ ${#only[@]} -gt 0 ] || ls "$tmp"/connect-mirror-"$version".jar >/dev/null
 rm -rf "$libs"; mv "$tmp" "$libs"; trap - EXIT
 touch "$libs/.complete"
 echo "fetch-jars: $n jars ready" >&2

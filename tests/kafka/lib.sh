@@ -19,8 +19,15 @@ SG_STATE_HOME="${SG_STATE_HOME:-/tmp/syncgate-testbed}"
 
 sg_log() { echo "[$(date +%H:%M:%S)] $*" >&2; }
 sg_die() { echo "error: $*" >&2; exit 1; }
-# The calling script's header comment (up to `set -euo`) as its usage; exit 2.
-sg_usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
+# The calling script's header comment (up to `set -euo`) as its usage: to
+# stderr and exit 2 (bad usage), or with `sg_usage 0` (asked for: --help) to
+# stdout and exit 0.
+sg_usage() {
+  local rc="${1:-2}"
+  if [ "$rc" -eq 0 ]; then sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  else sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; fi
+  exit "$rc"
+}
 # Bootstrap servers of cluster $1 of this run.
 sg_bootstrap_of() {
   local f="$SG_RUN_DIR/clusters/$1/cluster.env"

@@ -17,6 +17,7 @@ set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 
+case "${1:-}" in -h|--help|help) sg_usage 0 ;; esac
 [ $# -ge 2 ] || sg_usage
 cmd="$1" name="$2"; shift 2
 sg_run_dir
