@@ -352,3 +352,35 @@ def test_source_killed_after_commits_destination_group_resumes_exactly(
         c.close()
     for p in want:
         assert first[p] == acked.get(p, 0), (p, first, acked)
+
+
+def test_mm2_mirror_translates_commits_through_the_offset_syncs(
+        make_syncgate, make_mm2, source, dest, topic_name, bed):
+    """`offsets: mm2`: a commit is written to the destination group
+    translated through MirrorMaker 2's offset-syncs — here offsets are the
+    same on both sides (a fresh topic, identity naming, no markers), so the
+    translation of a caught-up group must give the committed offset itself
+    — and never past the destination's high watermark."""
+    source.create_topic(topic_name, partitions=1)
+    mm2 = make_mm2(topic_name)
+    sg = make_syncgate(source, mirrors=[mirror_conf(
+        "dest", dest, [topic_name], offsets="mm2", mm2_offset_syncs_topic="mm2-offset-syncs.dest.internal",
+        sync_groups=[GROUP_PREFIX + ".*"])])
+    source.produce(topic_name, 3)
+    wait_until(lambda: dest.high_watermark(topic_name, 0) >= 3, timeout=120, what="MirrorMaker 2 replicating")
+    wait_sync(sg, "dest", topic_name, timeout=120)
+    for _ in range(9):  # one at a time: each ack waits for its offset-sync
+        source.produce(topic_name, 1, bootstrap_servers=sg.bootstrap)
+    group = f"{GROUP_PREFIX}mm2-{topic_name}"
+    g = JavaGroup(java_classes(bed), sg.bootstrap, group, topic_name, "classic")
+    try:
+        for _ in range(3):
+            got = g.commit(4)
+            assert isinstance(got, dict) and got, got
+            on_dest = committed_on(dest, group, topic_name, 1)
+            assert on_dest[0] == got[0], (got, on_dest)
+            assert on_dest[0] <= dest.high_watermark(topic_name, 0)
+    finally:
+        g.close()
+        mm2.stop()
+    assert sg.metric('syncgate_group_commit_partitions_total{kind="untranslatable"}') == 0
