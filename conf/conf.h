@@ -310,6 +310,8 @@ int conf_topic_regex_compile(regex_t *re, const char *pattern, char *why, size_t
  * it was started with. 0, or -1 (logged) on a bad pattern or ENOMEM. Any thread.
  */
 int conf_mirror_sync_topics_compile(const struct conf_mirror *m, regex_t **out, size_t *nout);
+/** The same for `sync_groups` (consumer group ids). */
+int conf_mirror_sync_groups_compile(const struct conf_mirror *m, regex_t **out, size_t *nout);
 /** Whether `topic` matches one of `n` compiled regexes. Any thread. */
 bool conf_topic_regexes_match(const regex_t *re, size_t n, const char *topic);
 void conf_topic_regexes_free(regex_t *re, size_t n);

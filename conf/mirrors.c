@@ -46,27 +46,38 @@ int conf_topic_regex_compile(regex_t *re, const char *pattern, char *why, size_t
 	return rc;
 }
 
-int conf_mirror_sync_topics_compile(const struct conf_mirror *m, regex_t **out, size_t *nout)
+static int compile_list(const char *mirror, char *const *pats, size_t n, const char *what, regex_t **out,
+			size_t *nout)
 {
 	*out = NULL;
 	*nout = 0;
-	if (m->nsync_topics == 0)
+	if (n == 0)
 		return 0;
-	regex_t *re = calloc(m->nsync_topics, sizeof(*re));
+	regex_t *re = calloc(n, sizeof(*re));
 	if (!re)
 		return -1;
-	for (size_t i = 0; i < m->nsync_topics; i++) {
+	for (size_t i = 0; i < n; i++) {
 		char why[128];
-		if (conf_topic_regex_compile(&re[i], m->sync_topics[i], why, sizeof(why)) != 0) {
-			LOG_E("mirror_sync_topics_invalid", "mirror=%s pattern=\"%s\" reason=\"%s\"", m->name,
-			      m->sync_topics[i], why);
+		if (conf_topic_regex_compile(&re[i], pats[i], why, sizeof(why)) != 0) {
+			LOG_E("mirror_patterns_invalid", "mirror=%s setting=%s pattern=\"%s\" reason=\"%s\"", mirror, what,
+			      pats[i], why);
 			conf_topic_regexes_free(re, i);
 			return -1;
 		}
 	}
 	*out = re;
-	*nout = m->nsync_topics;
+	*nout = n;
 	return 0;
+}
+
+int conf_mirror_sync_topics_compile(const struct conf_mirror *m, regex_t **out, size_t *nout)
+{
+	return compile_list(m->name, m->sync_topics, m->nsync_topics, "sync_topics", out, nout);
+}
+
+int conf_mirror_sync_groups_compile(const struct conf_mirror *m, regex_t **out, size_t *nout)
+{
+	return compile_list(m->name, m->sync_groups, m->nsync_groups, "sync_groups", out, nout);
 }
 
 bool conf_topic_regexes_match(const regex_t *re, size_t n, const char *topic)

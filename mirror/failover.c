@@ -78,6 +78,7 @@ static void fo_free(struct mirror_failover *f)
 	free(f->mm2_topic);
 	free(f->mirror);
 	free(f->regex);
+	conf_topic_regexes_free(f->sync_re, f->nsync_re);
 	free(f->body);
 	free(f);
 }
@@ -387,6 +388,10 @@ struct mirror_failover *mirror_gate_failover(struct mirror_gate *g, const struct
 		return f;
 	}
 	f->offsets = l->cm->offsets;
+	if (conf_mirror_sync_groups_compile(l->cm, &f->sync_re, &f->nsync_re) != 0) {
+		fo_error(f, 500, "out of memory");
+		return f;
+	}
 	regex_t re;
 	if (f->regex) {
 		char why[128];

@@ -56,7 +56,7 @@ struct fo_move {
 	char *group, *topic;
 	int32_t partition;
 	int64_t src_off, dst_off;
-	const char *action;         /* moved | would move | skipped | failed */
+	const char *action;         /* moved | would move | verified | skipped | failed; verify: in step | differs */
 	char note[160];
 };
 
@@ -72,6 +72,8 @@ struct mirror_failover {
 	bool failover, dry_run, dest_only, fencing;
 	int timeout_ms;
 	enum conf_offsets offsets;
+	regex_t *sync_re;           /* the mirror's sync_groups, compiled for the job thread */
+	size_t nsync_re;
 	char *mm2_topic;
 	rd_kafka_conf_t *src_conf, *dst_conf, *mm2_conf;
 	struct fo_topic *topics;
@@ -127,5 +129,9 @@ const struct fo_sync *mirror_failover_mm2_latest(const struct fo_part *fp);
 /** Job thread, step 4: copy (dry run: list) the committed offsets of every
  * source consumer group on f's topics to the destination, into f->moves. */
 void mirror_failover_move_offsets(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst);
+/* verify: every synchronous group's (sync_groups) committed offsets on the
+ * topics compared with the destination's (moves with action "in step" or
+ * "differs", nothing written). Job thread. */
+void mirror_failover_compare_offsets(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst);
 
 #endif

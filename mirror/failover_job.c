@@ -342,6 +342,8 @@ void *mirror_failover_job_main(void *arg)
 	judge(f, src, dst);
 	if (f->failover && !atomic_load(&f->stop) && (f->verified || f->dry_run))
 		mirror_failover_move_offsets(f, src, dst);
+	else if (!f->failover && !f->dest_only && f->nsync_re && !atomic_load(&f->stop))
+		mirror_failover_compare_offsets(f, src, dst);
 out:
 	if (mm2) {
 		rd_kafka_consumer_close(mm2);

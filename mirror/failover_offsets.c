@@ -151,10 +151,44 @@ static int group_active(rd_kafka_t *dst, rd_kafka_queue_t *q, const char *group)
 	return active;
 }
 
-/* Move (or, dry run, list) one group's committed offsets. Job thread. */
-static void move_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst, rd_kafka_queue_t *q,
-		       const char *group)
+/* `group`'s committed offsets on `rk` (a copy, caller destroys), NULL when unknown. */
+static rd_kafka_topic_partition_list_t *group_offsets(rd_kafka_t *rk, rd_kafka_queue_t *q, const char *group)
 {
+	rd_kafka_ListConsumerGroupOffsets_t *req = rd_kafka_ListConsumerGroupOffsets_new(group, NULL);
+	rd_kafka_ListConsumerGroupOffsets(rk, &req, 1, NULL, q);
+	rd_kafka_ListConsumerGroupOffsets_destroy(req);
+	rd_kafka_event_t *ev = admin_wait(q, RD_KAFKA_EVENT_LISTCONSUMERGROUPOFFSETS_RESULT);
+	if (!ev)
+		return NULL;
+	const rd_kafka_ListConsumerGroupOffsets_result_t *res = rd_kafka_event_ListConsumerGroupOffsets_result(ev);
+	size_t n = 0;
+	const rd_kafka_group_result_t **gr = res ? rd_kafka_ListConsumerGroupOffsets_result_groups(res, &n) : NULL;
+	const rd_kafka_topic_partition_list_t *parts = gr && n == 1 && !rd_kafka_group_result_error(gr[0])
+							       ? rd_kafka_group_result_partitions(gr[0]) : NULL;
+	rd_kafka_topic_partition_list_t *copy = parts ? rd_kafka_topic_partition_list_copy(parts) : NULL;
+	rd_kafka_event_destroy(ev);
+	return copy;
+}
+
+/* Committed offset of (topic, partition) in l, -1 when none. */
+static int64_t offset_in(const rd_kafka_topic_partition_list_t *l, const char *topic, int32_t partition)
+{
+	for (int i = 0; l && i < l->cnt; i++)
+		if (l->elems[i].partition == partition && !strcmp(l->elems[i].topic, topic))
+			return l->elems[i].offset;
+	return -1;
+}
+
+/* Move (or, dry run, list) one group's committed offsets; `compare`
+ * (verify): only a synchronous group's, compared, nothing written. A
+ * synchronous group (sync_groups) whose destination offset already equals
+ * the move is verified, not moved. Job thread. */
+static void move_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst, rd_kafka_queue_t *q,
+		       const char *group, bool compare)
+{
+	bool sync = conf_topic_regexes_match(f->sync_re, f->nsync_re, group);
+	if (compare && !sync)
+		return;
 	rd_kafka_ListConsumerGroupOffsets_t *req = rd_kafka_ListConsumerGroupOffsets_new(group, NULL);
 	rd_kafka_ListConsumerGroupOffsets(src, &req, 1, NULL, q);
 	rd_kafka_ListConsumerGroupOffsets_destroy(req);
@@ -169,6 +203,7 @@ static void move_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *d
 	const rd_kafka_topic_partition_list_t *parts = gr && n == 1 && !rd_kafka_group_result_error(gr[0])
 							       ? rd_kafka_group_result_partitions(gr[0]) : NULL;
 	rd_kafka_topic_partition_list_t *alter = rd_kafka_topic_partition_list_new(8);
+	rd_kafka_topic_partition_list_t *now = sync && parts ? group_offsets(dst, q, group) : NULL;
 	size_t first = f->nmoves;
 	for (int i = 0; parts && i < parts->cnt; i++) {
 		const rd_kafka_topic_partition_t *tp = &parts->elems[i];
@@ -187,17 +222,34 @@ static void move_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *d
 			to = fp->dst_hw; /* never past a record the destination lacks */
 			capped = " (capped at the destination HW)";
 		}
+		if (sync) {
+			int64_t d = offset_in(now, t->dst, tp->partition);
+			if (compare) {
+				fo_move_add(f, group, t->dst, tp->partition, tp->offset, d, d == to ? "in step" : "differs",
+					    "synchronous group: the source's commit is %" PRId64 " on the destination%s", to,
+					    now ? "" : " (its offsets could not be read)");
+				continue;
+			}
+			if (d == to) {
+				fo_move_add(f, group, t->dst, tp->partition, tp->offset, to, "verified",
+					    "synchronous group: the destination already has this commit");
+				continue;
+			}
+			capped = d >= 0 ? " (synchronous group behind on the destination)" : capped;
+		}
 		fo_move_add(f, group, t->dst, tp->partition, tp->offset, to, f->dry_run ? "would move" : "moved", "%s%s",
 			    f->offsets == CONF_OFFSETS_MM2 ? "translated through the offset-syncs" : "same offset",
 			    capped);
 		rd_kafka_topic_partition_list_add(alter, t->dst, tp->partition)->offset = to;
 	}
 	rd_kafka_event_destroy(ev);
+	if (now)
+		rd_kafka_topic_partition_list_destroy(now);
 	if (alter->cnt > 0) {
 		int active = group_active(dst, q, group);
 		if (active != 0) {
 			for (size_t i = first; i < f->nmoves; i++)
-				if (f->moves[i].dst_off >= 0) {
+				if (f->moves[i].dst_off >= 0 && strcmp(f->moves[i].action, "verified")) {
 					f->moves[i].action = "skipped";
 					snprintf(f->moves[i].note, sizeof(f->moves[i].note), "%s",
 						 active > 0 ? "group active on the destination: its members own their positions"
@@ -218,7 +270,7 @@ static void move_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *d
 				agr && an == 1 ? rd_kafka_group_result_partitions(agr[0]) : NULL;
 			for (size_t i = first; i < f->nmoves; i++) {
 				struct fo_move *m = &f->moves[i];
-				if (m->dst_off < 0)
+				if (m->dst_off < 0 || !strcmp(m->action, "verified"))
 					continue;
 				rd_kafka_resp_err_t pe = RD_KAFKA_RESP_ERR_NO_ERROR;
 				for (int k = 0; ap && k < ap->cnt; k++)
@@ -237,8 +289,8 @@ static void move_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *d
 	rd_kafka_topic_partition_list_destroy(alter);
 }
 
-/* Step 4: the committed offsets of every source group on the topics. Job thread. */
-void mirror_failover_move_offsets(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
+/* Every source group's offsets on the topics: moved (compare: compared). */
+static void each_group(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst, bool compare)
 {
 	rd_kafka_queue_t *q = rd_kafka_queue_new(src);
 	rd_kafka_ListConsumerGroups(src, NULL, q);
@@ -256,9 +308,20 @@ void mirror_failover_move_offsets(struct mirror_failover *f, rd_kafka_t *src, rd
 		const char *group = rd_kafka_ConsumerGroupListing_group_id(l[i]);
 		if (!strncmp(group, "syncgate-", 9))
 			continue; /* our own (decider, clients): never commit */
-		move_group(f, src, dst, dq, group);
+		move_group(f, src, dst, dq, group, compare);
 	}
 	rd_kafka_event_destroy(ev);
 	rd_kafka_queue_destroy(dq);
 	rd_kafka_queue_destroy(q);
+}
+
+/* Step 4: the committed offsets of every source group on the topics. Job thread. */
+void mirror_failover_move_offsets(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
+{
+	each_group(f, src, dst, false);
+}
+
+void mirror_failover_compare_offsets(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
+{
+	each_group(f, src, dst, true);
 }

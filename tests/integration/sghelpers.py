@@ -139,6 +139,13 @@ def gated_setup(bed_source, dest, make_syncgate, make_testmirror, topic, partiti
 CTL = os.environ.get("SYNCGATE_CTL", os.path.join(REPO, "build", "proxy", "syncgate-ctl"))
 
 
+def ctl_json(sg, *args, timeout=120):
+    """syncgate-ctl --output json ARGS: (rc, document, stderr)."""
+    rc, out, err = ctl(sg, "--output", "json", *args, timeout=timeout)
+    assert out.strip(), (rc, err)
+    return rc, json.loads(out), err
+
+
 def ctl(sg, *args, token=True, timeout=60):
     argv = [CTL, "--admin", f"127.0.0.1:{sg.admin_port}"]
     if token and getattr(sg, "token_file", None):

@@ -31,7 +31,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kafkabed import wait_until
 from rawkafka import RawClient
 from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from sghelpers import ctl
+from sghelpers import ctl, ctl_json  # noqa: F401 - ctl_json shared
 from sghelpers import call, start, topic_state, wait_state, write_token
 
 pytestmark = pytest.mark.kafka
@@ -99,12 +99,6 @@ def sidecar(bed, make_syncgate, source, dest, topic, offsets="preserved", state_
     sg = start(make_syncgate, source, [m], st, write_token(bed))
     wait_state(sg, "dr", topic, effective="SYNC", timeout=120)
     return sg
-
-
-def ctl_json(sg, *args, timeout=120):
-    rc, out, err = ctl(sg, "--output", "json", *args, timeout=timeout)
-    assert out.strip(), (rc, err)
-    return rc, json.loads(out), err
 
 
 def produce_raw(sg, topic, part, value: bytes, timeout_ms=5000):

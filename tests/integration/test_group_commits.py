@@ -20,7 +20,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
-from sghelpers import wait_sync
+from sghelpers import ctl_json, lifecycle_extra, wait_sync, write_token
 
 JAVA = r"""
 import java.time.Duration;
@@ -195,11 +195,15 @@ def committed_on(cluster, group: str, topic: str, partitions: int) -> dict[int, 
 
 
 def group_setup(source, dest, make_syncgate, make_testmirror, topic, partitions=2, gate=None):
+    """`topic` gated by mirror dr (test mirror), groups orders-.* synchronous;
+    a state topic of its own and an admin token (failover, verify)."""
     source.create_topic(topic, partitions=partitions)
     dest.create_topic(topic, partitions=partitions)
     mirror = make_testmirror([topic], source=source, dest=dest)
+    token = write_token(source.bed)
     sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic], sync_groups=[GROUP_PREFIX + ".*"])],
-                       gate=gate)
+                       gate=gate, extra=lifecycle_extra(f"__sg-{topic}", token))
+    sg.token_file = token
     wait_sync(sg, "dr", topic)
     return sg, mirror
 
@@ -241,6 +245,21 @@ def test_java_groups_commit_on_the_destination_before_the_answer(
     assert all(o < 0 for o in committed_on(dest, other, topic_name, 2).values()), "not in sync_groups: not copied"
     assert committed_on(source, other, topic_name, 2) != {}
     assert sg.metric('syncgate_group_commits_not_gated_total{api="OffsetCommit"}') >= 1
+
+    # verify compares every synchronous group with the destination; the
+    # failover then verifies them instead of moving them, and moves the other
+    rc, doc, err = ctl_json(sg, "verify", "--mirror", "dr")
+    assert rc == 0, (doc, err)
+    rows = [r for r in doc["groups"] if r["topic"] == topic_name]
+    assert {r["group"] for r in rows} == {f"{GROUP_PREFIX}classic-{topic_name}", f"{GROUP_PREFIX}consumer-{topic_name}"}
+    assert all(r["action"] == "in step" for r in rows), rows
+    rc, doc, err = ctl_json(sg, "failover", "--mirror", "dr", "--topics", topic_name, "--timeout-ms", "20000",
+                            timeout=200)
+    assert rc == 0 and doc["verified"], (doc, err)
+    actions = {r["group"]: r["action"] for r in doc["groups"] if r["topic"] == topic_name}
+    assert actions[f"{GROUP_PREFIX}classic-{topic_name}"] == "verified", doc["groups"]
+    assert actions[f"{GROUP_PREFIX}consumer-{topic_name}"] == "verified", doc["groups"]
+    assert actions[other] == "moved", doc["groups"]
 
 
 def test_librdkafka_group_commit_on_the_destination_before_the_answer(
