@@ -153,6 +153,7 @@ struct conf {
 
 	int gate_max_hold_ms;       /* cap on a Produce request's TimeoutMs, default 30000 */
 	int gate_max_commit_hold_ms; /* a held OffsetCommit answer's deadline, default 8000 */
+	int16_t gate_commit_retriable_code; /* error code of a commit the destinations did not store (14) */
 	enum conf_acks1 gate_acks1;
 	enum conf_v14 gate_advertise_produce_v14;
 	int16_t code_mirror_sync_replication_timeout;         /* default 190 */

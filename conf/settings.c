@@ -392,6 +392,10 @@ const struct conf_setting conf_settings[] = {
 	  "answered `COORDINATOR_LOAD_IN_PROGRESS` (14, retriable: the client commits again; the source's commit "
 	  "stands). Keep it below the clients' request timeout (Java 30 s, librdkafka 60 s, franz-go 10 s + "
 	  "the request's own)." },
+	{ "gate.commit_retriable_code", CONF_T_INT16, C(gate_commit_retriable_code), 0, CONF_F_LIVE, 1, 32767, "14", NULL, NULL,
+	  "The error code of the accepted partitions of an `OffsetCommit` the destinations did not store (see "
+	  "`max_commit_hold_ms`). 14 `COORDINATOR_LOAD_IN_PROGRESS` by default; see docs/operating.md, Consumer groups, "
+	  "for what each client does with it." },
 	{ "gate.timeout_answers", CONF_T_STRING, C(gate_timeout_answers), 0, CONF_F_LIVE, 0, 0, NULL, NULL, check_timeout_answers,
 	  "How a held Produce that reaches its deadline is answered, per client: a comma-separated list of "
 	  "`NAME[/VERSION]=ANSWER`. NAME is the ClientSoftwareName of the client's ApiVersions v3+ request "

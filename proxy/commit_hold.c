@@ -138,13 +138,14 @@ static const struct codec_offset_commit_partition *request_partition(struct prox
 	return NULL;
 }
 
-/* Write COORDINATOR_LOAD_IN_PROGRESS over every accepted partition's ErrorCode. */
-static void answer_retriable(struct proxy_entry *e)
+/* Write gate.commit_retriable_code (COORDINATOR_LOAD_IN_PROGRESS) over every accepted partition's ErrorCode. */
+static void answer_retriable(struct proxy_conn *c, struct proxy_entry *e)
 {
+	int16_t code = c->srv->conf->gate_commit_retriable_code;
 	uint8_t *body = e->raw + e->hdr_len;
 	size_t len = e->raw_len - e->hdr_len;
 	for (size_t i = 0; i < e->commit->nerror_at; i++)
-		(void)codec_put_i16_at(body, len, e->commit->error_at[i], CODEC_ERROR_COORDINATOR_LOAD_IN_PROGRESS);
+		(void)codec_put_i16_at(body, len, e->commit->error_at[i], code);
 	metric_add(m_answered_retriable, 1);
 }
 
@@ -171,7 +172,7 @@ static void commit_done_cb(void *arg, enum mirror_commit_outcome outcome, const 
 	if (outcome != MIRROR_COMMIT_STORED) {
 		LOG_D("group_commit_answered_retriable", "conn=%llu group=%s outcome=%s reason=\"%s\"",
 		      (unsigned long long)c->id, e->commit->req.group_id, mirror_commit_outcome_str(outcome), detail);
-		answer_retriable(e);
+		answer_retriable(c, e);
 	}
 	if (e->held_bytes) {
 		c->held_bytes -= e->held_bytes;
@@ -238,7 +239,7 @@ int proxy_commit_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuff
 	e->hdr_len = (uint32_t)hdr_len;
 	e->conn = c;
 	if (held < 0) { /* out of memory in the gate: fail closed, retriable */
-		answer_retriable(e);
+		answer_retriable(c, e);
 		if (commit_ready(c, e) < 0)
 			return -1;
 		proxy_fifo_flush(c);
