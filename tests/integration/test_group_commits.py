@@ -405,57 +405,6 @@ def test_mm2_mirror_translates_commits_through_the_offset_syncs(
     assert sg.metric('syncgate_group_commit_partitions_total{kind="untranslatable"}') == 0
 
 
-import pytest  # noqa: E402
-
-
-@pytest.mark.parametrize("pause_s", [4.0, 9.0])
-def test_librdkafka_commit_while_the_destination_is_stopped(
-        make_syncgate, make_testmirror, make_cluster, source, topic_name, pause_s):
-    """librdkafka 2.0.2's synchronous commit() retries a
-    COORDINATOR_LOAD_IN_PROGRESS answer twice (its default request retries):
-    a destination stopped (SIGSTOP) for less than 3 x gate.max_commit_hold_ms
-    is not seen by the application; a longer stop surfaces the retriable
-    error 14 and nothing is acknowledged — then the next commit stores it."""
-    dst = make_cluster("gcdst2", brokers=1)
-    sg, _ = group_setup(source, dst, make_syncgate, make_testmirror, topic_name, gate={"max_commit_hold_ms": 2000})
-    source.produce(topic_name, n=10, bootstrap_servers=sg.bootstrap)
-    group = f"{GROUP_PREFIX}rdk-paused-{topic_name}"
-    c = Consumer({"bootstrap.servers": sg.bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest"})
-    timer = threading.Timer(pause_s, dst.resume_broker, args=(dst.broker_ids[0],))
-    try:
-        c.subscribe([topic_name])
-        seen = 0
-        deadline = time.monotonic() + 60
-        while seen < 10 and time.monotonic() < deadline:
-            seen += len([m for m in c.consume(10, timeout=1) if not m.error()])
-        assert seen == 10
-        dst.pause_broker(dst.broker_ids[0])
-        timer.start()
-        t0 = time.monotonic()
-        try:
-            tps = c.commit(asynchronous=False)
-            error = None
-        except KafkaException as e:
-            error = e.args[0].code()
-        waited = time.monotonic() - t0
-        timer.join()
-        if pause_s < 3 * 2.0:
-            assert error is None, f"the application saw error {error} after {waited:.1f} s"
-            assert waited >= pause_s - 0.5, f"commit() returned after {waited:.1f} s, before the destination was back"
-        else:
-            assert error == 14, error  # COORDINATOR_LOAD_IN_PROGRESS: retriable, nothing acknowledged
-            tps = c.commit(asynchronous=False)  # the next commit stores it
-        on_dest = committed_on(dst, group, topic_name, 2)
-        for tp in tps:
-            assert tp.error is None and on_dest[tp.partition] == tp.offset, (tp, on_dest)
-    finally:
-        if not timer.finished.is_set():
-            timer.cancel()
-            dst.resume_broker(dst.broker_ids[0])
-        c.close()
-
-
 def test_group_with_members_on_the_destination_is_refused_there_and_answered_retriable(
         make_syncgate, make_testmirror, source, dest, topic_name):
     """The destination group has members (it already runs there): the
