@@ -132,6 +132,7 @@ struct proxy_entry {
 	struct mirror_wait *wait;
 	size_t held_bytes;         /* response size counted against the hold caps */
 	struct proxy_commit *commit; /* OffsetCommit of a synchronous group (commit_hold.c); owned */
+	struct proxy_txn *txn;     /* EndTxn(commit) (txn_hold.c): owned; INTERNAL entries: borrowed */
 	struct proxy_clamp *clamp; /* consumer Fetch/ListOffsets/OffsetForLeaderEpoch: clamp to the
 				    * mirrored HW (clamp.c; HELD while a Fetch waits); owned */
 	/* STREAMING, READY */

@@ -45,6 +45,34 @@ void proxy_commit_attach(struct proxy_entry *e, struct proxy_commit *pc);
 int proxy_commit_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
 		      size_t hdr_len, const struct codec_iov *iov, int niov);
 
+/* txn_hold.c: commit means mirrored (gate.transactions: commit | both) */
+struct proxy_txn;
+/**
+ * A client request was framed (header `h`, `len` body bytes at the head of
+ * `in`, not consumed): for an EndTxn(commit) while gate.transactions is
+ * commit or both, the state its answer needs (attach it with
+ * proxy_txn_attach); a DescribeTransactions of its transactional id is sent
+ * ahead of it (an INTERNAL entry: call before the request's own entry is
+ * made). NULL: nothing to hold (an abort, mode data, unreadable);
+ * (struct proxy_txn *)-1: out of memory (close).
+ */
+struct proxy_txn *proxy_txn_read(struct proxy_conn *c, struct evbuffer *in, size_t len,
+				 const struct codec_request_header *h);
+/** Keep `pt` on entry `e` (owned; freed with the entry). */
+void proxy_txn_attach(struct proxy_entry *e, struct proxy_txn *pt);
+/**
+ * The EndTxn response of an entry with a proxy_txn: a success answer of a
+ * transaction with gated partitions is held (1, the frame consumed from
+ * `in`) until the mirrors have its COMMIT markers or the hold times out;
+ * 0: not held (the caller forwards it); -1 malformed or out of memory (close).
+ */
+int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len, size_t hdr_len,
+		   const struct codec_iov *iov, int niov);
+/** The answer of syncgate's own DescribeTransactions (INTERNAL entry `ie`); `niov` < 0: unreadable. */
+void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
+/** The answer of syncgate's own ListOffsets of a held commit's partitions (INTERNAL entry `ie`). */
+void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
+
 /* fence.c: the failover fence */
 /**
  * A decoded Produce request (`len` body bytes at the head of `in`, header

@@ -342,6 +342,8 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				request_partition(c, req, name, rp->index, &kept);
 			if (!q || q->offset_span <= 0 || rp->base_offset < 0)
 				continue; /* nothing appended: nothing to wait for */
+			if (q->transactional && c->srv->conf->gate_transactions == CONF_TXN_COMMIT)
+				continue; /* gate.transactions: commit — the EndTxn waits instead (txn_hold.c) */
 			struct mirror_wait_part *wp = &e->parts[e->nparts];
 			wp->topic = kept; /* the request summary's (or the TopicId map's) */
 			wp->partition = rp->index;
