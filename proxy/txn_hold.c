@@ -351,7 +351,6 @@ static void answer(struct proxy_txn *pt, bool ok)
 	} else {
 		/* ThrottleTimeMs (int32), then ErrorCode */
 		(void)codec_put_i16_at(body, blen, 4, c->srv->conf->code_txn_commit_timeout);
-		memory_keep(pt);
 		metric_add(m_timeouts, 1);
 		LOG_W("txn_commit_timeout", "conn=%llu transactional_id=%s code=%d waiting=%s unknown=%s held_ms=%lld "
 		      "reason=\"the mirrors do not have the transaction's COMMIT markers yet; the commit is decided on "
@@ -386,7 +385,10 @@ static void arm(struct proxy_txn *pt, int ms)
 static int send_offsets(struct proxy_txn *pt)
 {
 	struct codec_buf b;
-	codec_buf_init(&b, 64 + pt->nparts * 48);
+	size_t cap = 64;
+	for (size_t i = 0; i < pt->nparts; i++)
+		cap += 32 + strlen(pt->parts[i].topic); /* a topic's name at most once per partition */
+	codec_buf_init(&b, cap);
 	int rc = codec_list_offsets_latest_request(pt->parts, pt->nparts, 0, -1, "syncgate", &b) < 0 ||
 		 send_internal(pt, &b, CODEC_API_LIST_OFFSETS, CODEC_TXN_LIST_OFFSETS_VERSION) < 0
 		 ? -1 : 0;
@@ -453,14 +455,25 @@ void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, con
 				if (mirror_gate_is_gated(c->srv->gate, s->topics[t].name) &&
 				    !parts_add(pt, s->topics[t].name, s->topics[t].partitions.v[p]))
 					pt->unknown = true;
-		/* a retry of a commit answered with the timeout code: the coordinator may have forgotten the list */
+		/* Ongoing: the first EndTxn of this transaction (a commit remembered from before is
+		 * complete: the producer began another). Otherwise a retry of a commit decided already
+		 * (its first EndTxn held, answered the timeout code, or lost with its connection): once
+		 * complete the coordinator has forgotten the partitions, so they come from what this
+		 * sidecar remembered when it held the first one — and without that, they are unknown. */
 		struct txn_memory *m = memory_find(pt->txn_id);
-		if (m && s && m->producer_id != s->producer_id && !strcmp(s->state, "Ongoing"))
-			memory_forget(m); /* another producer session: its transaction is not this one */
-		else if (m)
+		if (s && !strcmp(s->state, "Ongoing")) {
+			memory_forget(m);
+		} else if (m) {
 			for (size_t i = 0; i < m->nparts; i++)
 				if (!parts_add(pt, m->parts[i].topic, m->parts[i].partition))
 					pt->unknown = true;
+		} else if (s && !pt->unknown) {
+			pt->unknown = true;
+			LOG_W("txn_commit_partitions_unknown", "conn=%llu transactional_id=%s state=%s reason=\"a retried "
+			      "commit this sidecar did not hold first: the coordinator no longer lists its partitions; "
+			      "a successful answer is held to gate.max_txn_commit_hold_ms and answered the timeout code "
+			      "(fail closed)\"", (unsigned long long)c->id, pt->txn_id, s->state);
+		}
 	} else if (pt->phase == TXN_POLL) {
 		if (s && strcmp(s->state, "PrepareCommit") != 0) {
 			pt->phase = TXN_OFFSETS; /* the markers are written: ask the offsets */
@@ -569,6 +582,8 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 	pt->deadline_ms = e->arrival_ms + c->srv->conf->gate_max_txn_commit_hold_ms;
 	proxy_entry_set_state(c, e, PROXY_ENTRY_HELD);
 	pt->phase = TXN_POLL;
+	if (!pt->unknown)
+		memory_keep(pt); /* a retry (another connection, a timeout answer) waits for the same partitions */
 	if (pt->nparts)
 		ask_soon(pt, 0);
 	else

@@ -302,7 +302,7 @@ def test_commit_waits_for_the_mirror_data_acks_do_not(bed, source, dest, make_sy
     assert committed_records(dest, topic_name, 8) == 8
 
 
-@pytest.mark.parametrize("code", [51])
+@pytest.mark.parametrize("code", [51, 14, 7])
 def test_commit_timeout_is_retried_never_success(bed, source, dest, make_syncgate, txn_mirror, producers,
                                                  topic_name, code):
     """A held commit that reaches gate.max_txn_commit_hold_ms is answered the
@@ -361,6 +361,28 @@ def test_both_holds_data_and_commit(bed, source, dest, make_syncgate, txn_mirror
     assert sg.metric("syncgate_txn_commits_held") == 1
     mirror.send_signal(signal.SIGCONT)
     line = p.answer(timeout=60)
+    assert line.startswith("COMMITTED"), line
+    assert dest.high_watermark(topic_name, 0) >= 3
+    assert committed_records(dest, topic_name, 2) == 2
+
+
+def test_commit_past_max_block_ms_fails_then_the_application_retries(bed, source, dest, make_syncgate, txn_mirror,
+                                                                      producers, topic_name):
+    """What the application sees when the mirror stays away longer than the
+    producer's max.block.ms: commitTransaction() throws TimeoutException (not
+    success, not an abort); calling it again once the mirror is back commits —
+    the outcome was decided on the source — and returns only once the
+    destination has the marker."""
+    sg, mirror, p = txn_setup(bed, source, dest, make_syncgate, txn_mirror, producers, topic_name,
+                              max_block_ms=4000, transactions="commit", max_txn_commit_hold_ms=1500)
+    assert p.ask("begin") == "BEGUN"
+    mirror.send_signal(signal.SIGSTOP)
+    assert p.ask("send 2", timeout=30).startswith("SENT 0,1")
+    line = p.ask("commit", timeout=30)
+    assert line.startswith("ERROR") and "TimeoutException" in line, line
+    assert dest.high_watermark(topic_name, 0) == 0
+    mirror.send_signal(signal.SIGCONT)
+    line = p.ask("commit", timeout=60)
     assert line.startswith("COMMITTED"), line
     assert dest.high_watermark(topic_name, 0) >= 3
     assert committed_records(dest, topic_name, 2) == 2
