@@ -82,6 +82,7 @@ struct proxy_produce_sum {
 		int32_t partition;
 		int64_t offset_span;     /* Σ (lastOffsetDelta + 1) over its batches */
 		bool transactional;      /* its last RecordBatch is transactional (attributes bit 4) */
+		int64_t producer_id;     /* its last RecordBatch's ProducerId */
 	} parts[];                   /* then ntopics struct proxy_produce_topic, then the names */
 };
 struct proxy_produce_topic {

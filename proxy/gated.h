@@ -68,6 +68,19 @@ void proxy_txn_attach(struct proxy_entry *e, struct proxy_txn *pt);
  */
 int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len, size_t hdr_len,
 		   const struct codec_iov *iov, int niov);
+/**
+ * A transactional batch of producer `producer_id` on a gated (topic,
+ * partition) was answered success with last offset `last_offset`: the last
+ * data record of its transaction there so far (what an `offsets: mm2`
+ * mirror is waited for at the commit — MirrorMaker 2 copies no markers).
+ * Learnt from this sidecar's own broker's Produce answers; bounded, the
+ * oldest forgotten. Loop thread.
+ */
+void proxy_txn_note_data(int64_t producer_id, const char *topic, int32_t partition, int64_t last_offset);
+/** The last data offset noted for (producer_id, topic, partition) into *last_offset; false: unknown. */
+bool proxy_txn_last_data(int64_t producer_id, const char *topic, int32_t partition, int64_t *last_offset);
+/** True when every mirror gating `topic` now uses `offsets: mm2` (and one does). */
+bool proxy_txn_mm2_only(struct proxy_server *srv, const char *topic);
 /** The answer of syncgate's own DescribeTransactions (INTERNAL entry `ie`); `niov` < 0: unreadable. */
 void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
 /** The answer of syncgate's own ListOffsets of a held commit's partitions (INTERNAL entry `ie`). */

@@ -23,7 +23,8 @@
  *     high watermark from then on.
  *  3. ListOffsets (latest, read_uncommitted: the high watermark) of those
  *     partitions; HW − 1 ≥ the marker's offset is the last offset waited for
- *     (mirror_gate_wait, as a held Produce waits).
+ *     (mirror_gate_wait, as a held Produce waits) — for a topic only `offsets:
+ *     mm2` mirrors gate, the transaction's last data record (txn_data.c).
  * A partition this broker does not lead is answered NOT_LEADER_OR_FOLLOWER:
  * it cannot be learnt here, so the commit is held to its deadline (fail
  * closed). A hold that reaches gate.max_txn_commit_hold_ms is answered
@@ -128,10 +129,9 @@ static bool parts_add(struct proxy_txn *pt, const char *topic, int32_t partition
 	if (parts_has(pt->parts, pt->nparts, topic, partition))
 		return true;
 	struct codec_txn_partition *v = realloc(pt->parts, (pt->nparts + 1) * sizeof(*v));
-	if (!v)
-		return false;
-	pt->parts = v;
-	char *t = strdup(topic);
+	char *t = v ? strdup(topic) : NULL;
+	if (v)
+		pt->parts = v;
 	if (!t)
 		return false;
 	/* kept grouped by topic for the ListOffsets request */
@@ -338,8 +338,7 @@ static void answer(struct proxy_txn *pt, bool ok)
 		mirror_wait_cancel(pt->wait);
 		pt->wait = NULL;
 	}
-	if (pt->timer)
-		event_del(pt->timer);
+	event_del(pt->timer);
 	uint8_t *body = e->raw + e->hdr_len;
 	size_t blen = e->raw_len - e->hdr_len;
 	char waiting[512];
@@ -504,7 +503,14 @@ static void offset_cb(void *arg, const char *topic, int32_t partition, int16_t e
 		struct mirror_wait_part *wp = &pt->wparts[i];
 		if (pt->parts[i].partition != partition || strcmp(pt->parts[i].topic, topic))
 			continue;
-		if (error == CODEC_ERROR_NONE && offset >= 0) {
+		int64_t data;
+		if (error == CODEC_ERROR_NONE && offset >= 0 && proxy_txn_mm2_only(pt->c->srv, topic)) {
+			/* MirrorMaker 2 copies no markers: its offset-syncs reach the last data record */
+			if (proxy_txn_last_data(pt->producer_id, topic, partition, &data) && data < offset) {
+				wp->last_offset = data;
+				wp->outcome = MIRROR_PENDING;
+			}
+		} else if (error == CODEC_ERROR_NONE && offset >= 0) {
 			wp->last_offset = offset - 1; /* the HW is past the marker */
 			wp->outcome = offset > 0 ? MIRROR_PENDING : MIRROR_SATISFIED;
 		}

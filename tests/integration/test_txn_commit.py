@@ -386,3 +386,36 @@ def test_commit_past_max_block_ms_fails_then_the_application_retries(bed, source
     assert line.startswith("COMMITTED"), line
     assert dest.high_watermark(topic_name, 0) >= 3
     assert committed_records(dest, topic_name, 2) == 2
+
+
+def test_commit_mode_with_a_read_committed_mm2(bed, source, dest, make_syncgate, make_mm2, producers, topic_name):
+    """The deadlock of test_gate_txn.py (data acks held for an MM2 that copies
+    only committed records) is gone in commit mode: the sends return, the
+    commit is held until MM2's offset-syncs reach the transaction's last data
+    record (MM2 copies no markers), and commitTransaction() then returns with
+    every record on the destination."""
+    source.create_topic(topic_name, partitions=1)
+    mm2 = make_mm2(topic_name, props={"source.consumer.isolation.level": "read_committed"})
+    sg = make_syncgate(source, gate={"transactions": "commit"}, mirrors=[mirror_conf(
+        "mm", dest, [topic_name], offsets="mm2", mm2_offset_syncs_topic="mm2-offset-syncs.dest.internal",
+        mm2_isolation_level="read_committed")])
+    source.produce(topic_name, 3)  # plain records: MM2 copies them, the topic gets promoted
+    wait_until(lambda: dest.high_watermark(topic_name, 0) >= 3, timeout=120, what="MM2 copying")
+    wait_sync(sg, "mm", topic_name, timeout=120)
+    p = JavaProducer(classes(bed), sg.bootstrap, f"tx-{topic_name}", topic_name)
+    producers.append(p)
+    assert p.ask("init") == "INIT"
+    assert p.ask("begin") == "BEGUN"
+    mm2.pause()
+    sent = p.ask("send 4", timeout=30)
+    assert sent.startswith("SENT 3,6") and ms(sent) < 5000, sent
+    p.tell("commit")
+    with pytest.raises(queue.Empty):
+        p.answer(timeout=4)
+    assert sg.metric("syncgate_txn_commits_held") == 1, sg.metrics()
+    mm2.resume()
+    line = p.answer(timeout=120)
+    dest_hw = dest.high_watermark(topic_name, 0)
+    assert line.startswith("COMMITTED"), line
+    assert dest_hw >= 7, f"commit answered with {dest_hw} records on the destination"
+    assert sg.metric("syncgate_txn_commit_timeouts_total") == 0
