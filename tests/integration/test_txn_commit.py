@@ -263,12 +263,40 @@ def committed_records(dest, topic: str, want: int, timeout: float = 30) -> int:
         c.close()
 
 
+FEATURES = "org.apache.kafka.tools.FeatureCommand"
+
+
+def transaction_version(cluster) -> int:
+    out = cluster.run_tool(FEATURES, "describe")
+    for line in out.splitlines():
+        if "Feature: transaction.version" in line:
+            return int(line.split("FinalizedVersionLevel:")[1].split()[0])
+    raise AssertionError(f"no transaction.version in:\n{out}")
+
+
+@pytest.fixture(params=[2, 1], ids=["tv2", "tv1"])
+def tv(request, source):
+    """The source's transaction.version for the test (KIP-890: 2, partitions join
+    implicitly; 1, AddPartitionsToTxn through the coordinator), set back after."""
+    before = transaction_version(source)
+    if before != request.param:
+        source.run_tool(FEATURES, "downgrade" if request.param < before else "upgrade",
+                        "--feature", f"transaction.version={request.param}")
+        wait_until(lambda: transaction_version(source) == request.param, timeout=30,
+                   what=f"transaction.version {request.param}")
+    yield request.param
+    if transaction_version(source) != before:
+        source.run_tool(FEATURES, "upgrade" if before > request.param else "downgrade",
+                        "--feature", f"transaction.version={before}")
+
+
 def test_commit_waits_for_the_mirror_data_acks_do_not(bed, source, dest, make_syncgate, txn_mirror, producers,
-                                                     topic_name):
+                                                     topic_name, tv):
     """commit mode, a read_committed mirror: the sends return while the mirror
     is paused; commitTransaction() returns only once the mirror resumed and the
     destination has the COMMIT marker; a read_committed consumer there reads
-    every record."""
+    every record. Both transaction versions: the partitions come from the
+    coordinator either way."""
     sg, mirror, p = txn_setup(bed, source, dest, make_syncgate, txn_mirror, producers, topic_name,
                           transactions="commit")
     assert p.ask("begin") == "BEGUN"
@@ -300,6 +328,8 @@ def test_commit_waits_for_the_mirror_data_acks_do_not(bed, source, dest, make_sy
     assert line.startswith("COMMITTED"), line
     assert dest.high_watermark(topic_name, 0) >= 10
     assert committed_records(dest, topic_name, 8) == 8
+    add_partitions = [ln for ln in sg.log().splitlines() if "api=AddPartitionsToTxn" in ln]
+    assert bool(add_partitions) == (tv == 1), f"transaction.version {tv}: {add_partitions[:2]}"
 
 
 @pytest.mark.parametrize("code", [51, 14, 7])
