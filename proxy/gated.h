@@ -79,6 +79,12 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 void proxy_txn_note_data(int64_t producer_id, const char *topic, int32_t partition, int64_t last_offset);
 /** The last data offset noted for (producer_id, topic, partition) into *last_offset; false: unknown. */
 bool proxy_txn_last_data(int64_t producer_id, const char *topic, int32_t partition, int64_t *last_offset);
+/** Remember the partitions of a held commit of `txn_id` (copied; the oldest of 256 goes). */
+void proxy_txn_remember(const char *txn_id, const struct codec_txn_partition *parts, size_t n);
+/** Forget them (the commit was answered success, or a new transaction began). */
+void proxy_txn_forget(const char *txn_id);
+/** The partitions remembered for `txn_id` (n of them, borrowed until the next call) or NULL. */
+const struct codec_txn_partition *proxy_txn_remembered(const char *txn_id, size_t *n);
 /** True when every mirror gating `topic` now uses `offsets: mm2` (and one does). */
 bool proxy_txn_mm2_only(struct proxy_server *srv, const char *topic);
 /** The answer of syncgate's own DescribeTransactions (INTERNAL entry `ie`); `niov` < 0: unreadable. */

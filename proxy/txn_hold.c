@@ -25,9 +25,10 @@
  *     partitions; HW − 1 ≥ the marker's offset is the last offset waited for
  *     (mirror_gate_wait, as a held Produce waits) — for a topic only `offsets:
  *     mm2` mirrors gate, the transaction's last data record (txn_data.c).
- * A partition this broker does not lead is answered NOT_LEADER_OR_FOLLOWER:
- * it cannot be learnt here, so the commit is held to its deadline (fail
- * closed). A hold that reaches gate.max_txn_commit_hold_ms is answered
+ * A partition this broker does not lead (ListOffsets answers
+ * NOT_LEADER_OR_FOLLOWER) is asked of its leader by the gate's source client
+ * (mirror_gate_source_hw, also after the markers); what cannot be learnt
+ * holds the commit to its deadline (fail closed). At the deadline it is answered
  * gate.error_codes.txn_commit_timeout (default CONCURRENT_TRANSACTIONS, which
  * clients retry; the commit is decided and the retry is answered from the
  * coordinator's state — and held again). Never answered success before the
@@ -40,16 +41,16 @@
 #include "proxy/datapath.h"
 
 #define TXN_POLL_MS 10        /* between DescribeTransactions while PrepareCommit */
-#define TXN_REMEMBER 64       /* transactional ids whose commit was answered with the timeout code */
 #define TXN_LOG_PARTS 8       /* partitions named in a log line */
+#define ASK_SOURCE (-3)       /* a part's last_offset until the source client answers for it */
 
 enum txn_phase {
 	TXN_ASKED,    /* DescribeTransactions sent ahead of the EndTxn; no answer yet */
 	TXN_DESCRIBED,/* the partition list is known (or unknowable: `unknown`) */
 	TXN_POLL,     /* the broker answered success: waiting for the markers */
 	TXN_OFFSETS,  /* ListOffsets in flight */
+	TXN_SOURCE_HW,/* the source client asked for the partitions this broker does not lead */
 	TXN_WAIT,     /* on the gate */
-	TXN_DONE,
 };
 
 /* An EndTxn(commit) whose answer may be held (struct proxy_entry.txn on its entry; INTERNAL entries of
@@ -64,21 +65,13 @@ struct proxy_txn {
 	size_t nparts;
 	struct mirror_wait_part *wparts;
 	struct mirror_wait *wait;
+	struct mirror_source_hw_req *hw_req;
+	size_t *asked;                 /* the parts hw_req asks for */
 	struct event *timer;           /* polls and the deadline */
 	int64_t held_ms, deadline_ms;
 	struct proxy_conn *c;
 	struct proxy_entry *e;
 };
-
-/* A commit answered with the timeout code: its partitions, for the client's retry. */
-struct txn_memory {
-	char *txn_id;
-	int64_t producer_id;
-	struct codec_txn_partition *parts;
-	size_t nparts;
-};
-static struct txn_memory remembered[TXN_REMEMBER];
-static size_t remembered_next;
 
 static struct metric *m_held, *m_latency, *m_timeouts, *m_not_held[2], *m_passed_unknown;
 static const double latency_buckets[] = {0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30};
@@ -147,47 +140,6 @@ static bool parts_add(struct proxy_txn *pt, const char *topic, int32_t partition
 	return true;
 }
 
-static struct txn_memory *memory_find(const char *txn_id)
-{
-	for (size_t i = 0; i < TXN_REMEMBER; i++)
-		if (remembered[i].txn_id && !strcmp(remembered[i].txn_id, txn_id))
-			return &remembered[i];
-	return NULL;
-}
-
-static void memory_forget(struct txn_memory *m)
-{
-	if (!m)
-		return;
-	free(m->txn_id);
-	parts_free(m->parts, m->nparts);
-	memset(m, 0, sizeof(*m));
-}
-
-/* Remember pt's partitions for the retry of its commit (the oldest entry goes). */
-static void memory_keep(const struct proxy_txn *pt)
-{
-	struct txn_memory *m = memory_find(pt->txn_id);
-	if (!m) {
-		m = &remembered[remembered_next];
-		remembered_next = (remembered_next + 1) % TXN_REMEMBER;
-	}
-	memory_forget(m);
-	m->parts = calloc(pt->nparts ? pt->nparts : 1, sizeof(*m->parts));
-	m->txn_id = strdup(pt->txn_id);
-	if (!m->parts || !m->txn_id) {
-		memory_forget(m);
-		return;
-	}
-	m->producer_id = pt->producer_id;
-	for (size_t i = 0; i < pt->nparts; i++) {
-		if (!(m->parts[i].topic = strdup(pt->parts[i].topic)))
-			break;
-		m->parts[i].partition = pt->parts[i].partition;
-		m->nparts++;
-	}
-}
-
 /* The INTERNAL entries still pointing at pt forget it (their answers are dropped). */
 static void detach_internal(struct proxy_txn *pt)
 {
@@ -205,6 +157,8 @@ static void txn_free(struct proxy_txn *pt)
 		detach_internal(pt);
 	if (pt->wait)
 		mirror_wait_cancel(pt->wait);
+	mirror_source_hw_cancel(pt->hw_req);
+	free(pt->asked);
 	if (pt->wparts) {
 		mirror_wait_parts_clear(pt->wparts, pt->nparts);
 		free(pt->wparts);
@@ -333,7 +287,6 @@ static void answer(struct proxy_txn *pt, bool ok)
 {
 	struct proxy_conn *c = pt->c;
 	struct proxy_entry *e = pt->e;
-	pt->phase = TXN_DONE;
 	if (pt->wait) {
 		mirror_wait_cancel(pt->wait);
 		pt->wait = NULL;
@@ -344,7 +297,7 @@ static void answer(struct proxy_txn *pt, bool ok)
 	char waiting[512];
 	waiting_str(pt, waiting, sizeof(waiting));
 	if (ok) {
-		memory_forget(memory_find(pt->txn_id));
+		proxy_txn_forget(pt->txn_id);
 		LOG_D("txn_commit_released", "conn=%llu transactional_id=%s partitions=%zu held_ms=%lld",
 		      (unsigned long long)c->id, pt->txn_id, pt->nparts, (long long)(mirror_now_ms() - pt->held_ms));
 	} else {
@@ -459,12 +412,13 @@ void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, con
 		 * (its first EndTxn held, answered the timeout code, or lost with its connection): once
 		 * complete the coordinator has forgotten the partitions, so they come from what this
 		 * sidecar remembered when it held the first one — and without that, they are unknown. */
-		struct txn_memory *m = memory_find(pt->txn_id);
+		size_t nm = 0;
+		const struct codec_txn_partition *m = proxy_txn_remembered(pt->txn_id, &nm);
 		if (s && !strcmp(s->state, "Ongoing")) {
-			memory_forget(m);
+			proxy_txn_forget(pt->txn_id);
 		} else if (m) {
-			for (size_t i = 0; i < m->nparts; i++)
-				if (!parts_add(pt, m->parts[i].topic, m->parts[i].partition))
+			for (size_t i = 0; i < nm; i++)
+				if (!parts_add(pt, m[i].topic, m[i].partition))
 					pt->unknown = true;
 		} else if (s && !pt->unknown) {
 			pt->unknown = true;
@@ -514,7 +468,9 @@ static void offset_cb(void *arg, const char *topic, int32_t partition, int16_t e
 			wp->last_offset = offset - 1; /* the HW is past the marker */
 			wp->outcome = offset > 0 ? MIRROR_PENDING : MIRROR_SATISFIED;
 		}
-		if (error != CODEC_ERROR_NONE)
+		if (error != CODEC_ERROR_NONE && !proxy_txn_mm2_only(pt->c->srv, topic))
+			wp->last_offset = ASK_SOURCE; /* another broker leads it: the source client asks it */
+		else if (error != CODEC_ERROR_NONE)
 			LOG_W("txn_commit_partition_not_learnt", "conn=%llu transactional_id=%s topic=%s partition=%d "
 			      "error=%d reason=\"this sidecar's broker did not answer the partition's high watermark "
 			      "(it leads it only when error=0); the commit is held to its deadline\"",
@@ -522,19 +478,9 @@ static void offset_cb(void *arg, const char *topic, int32_t partition, int16_t e
 	}
 }
 
-void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov)
+/* Every part learnt (or not: `unknown`) goes to the gate. */
+static void start_wait(struct proxy_txn *pt)
 {
-	struct proxy_txn *pt = ie->txn;
-	(void)c;
-	if (!pt || pt->phase != TXN_OFFSETS)
-		return;
-	/* every part unknown (TIMEOUT) until the answer names it */
-	for (size_t i = 0; i < pt->nparts; i++) {
-		pt->wparts[i] = (struct mirror_wait_part){ pt->parts[i].topic, -1, pt->parts[i].partition, true,
-							  MIRROR_TIMEOUT, NULL };
-	}
-	if (niov < 0 || codec_list_offsets_response_each(iov, niov, offset_cb, pt) != CODEC_OK)
-		pt->unknown = true;
 	for (size_t i = 0; i < pt->nparts; i++)
 		if (pt->wparts[i].outcome == MIRROR_TIMEOUT) {
 			pt->unknown = true;
@@ -544,9 +490,63 @@ void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, cons
 	if (pt->unknown)
 		metric_add(m_passed_unknown, 1);
 	pt->phase = TXN_WAIT;
-	pt->wait = mirror_gate_wait(c->srv->gate, pt->wparts, pt->nparts, pt->deadline_ms, wait_done_cb, pt);
+	pt->wait = mirror_gate_wait(pt->c->srv->gate, pt->wparts, pt->nparts, pt->deadline_ms, wait_done_cb, pt);
 	if (!pt->wait)
 		wait_done_cb(pt, pt->wparts, pt->nparts);
+}
+
+static void source_hw_cb(void *arg, const int64_t *hw, size_t n)
+{
+	struct proxy_txn *pt = arg;
+	pt->hw_req = NULL;
+	for (size_t k = 0; k < n; k++) {
+		struct mirror_wait_part *wp = &pt->wparts[pt->asked[k]];
+		if (hw[k] >= 0) {
+			wp->last_offset = hw[k] - 1; /* sampled after the markers were written: past them */
+			wp->outcome = hw[k] > 0 ? MIRROR_PENDING : MIRROR_SATISFIED;
+		} else {
+			LOG_W("txn_commit_partition_not_learnt", "conn=%llu transactional_id=%s topic=%s partition=%d "
+			      "reason=\"the source client could not read the partition's high watermark from its "
+			      "leader; the commit is held to its deadline\"", (unsigned long long)pt->c->id, pt->txn_id,
+			      wp->topic, wp->partition);
+		}
+	}
+	start_wait(pt);
+}
+
+void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov)
+{
+	struct proxy_txn *pt = ie->txn;
+	if (!pt || pt->phase != TXN_OFFSETS)
+		return;
+	/* every part unknown (TIMEOUT) until the answer names it */
+	for (size_t i = 0; i < pt->nparts; i++)
+		pt->wparts[i] = (struct mirror_wait_part){ pt->parts[i].topic, -1, pt->parts[i].partition, true,
+							  MIRROR_TIMEOUT, NULL };
+	if (niov < 0 || codec_list_offsets_response_each(iov, niov, offset_cb, pt) != CODEC_OK)
+		pt->unknown = true;
+	/* partitions led by other brokers: asked of their leaders by the source client */
+	size_t n = 0;
+	const char **topics = calloc(pt->nparts, sizeof(*topics));
+	int32_t *partitions = calloc(pt->nparts, sizeof(*partitions));
+	pt->asked = calloc(pt->nparts, sizeof(*pt->asked));
+	for (size_t i = 0; topics && partitions && pt->asked && i < pt->nparts; i++)
+		if (pt->wparts[i].outcome == MIRROR_TIMEOUT && pt->wparts[i].last_offset == ASK_SOURCE) {
+			topics[n] = pt->parts[i].topic;
+			partitions[n] = pt->parts[i].partition;
+			pt->asked[n++] = i;
+		}
+	if (n)
+		pt->hw_req = mirror_gate_source_hw(c->srv->gate, topics, partitions, n, source_hw_cb, pt);
+	free(topics);
+	free(partitions);
+	if (pt->hw_req) {
+		pt->phase = TXN_SOURCE_HW;
+		LOG_D("txn_commit_source_hw", "conn=%llu transactional_id=%s partitions=%zu reason=\"led by other "
+		      "brokers: asked of their leaders\"", (unsigned long long)c->id, pt->txn_id, n);
+		return;
+	}
+	start_wait(pt);
 }
 
 int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len, size_t hdr_len,
@@ -566,7 +566,7 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 		pt->unknown = true;
 	if (pt->nparts == 0 && !pt->unknown) {
 		metric_add(m_not_held[1], 1);
-		memory_forget(memory_find(pt->txn_id));
+		proxy_txn_forget(pt->txn_id);
 		return 0;
 	}
 	if (pt->unknown)
@@ -589,7 +589,7 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 	proxy_entry_set_state(c, e, PROXY_ENTRY_HELD);
 	pt->phase = TXN_POLL;
 	if (!pt->unknown)
-		memory_keep(pt); /* a retry (another connection, a timeout answer) waits for the same partitions */
+		proxy_txn_remember(pt->txn_id, pt->parts, pt->nparts); /* a retry (another connection, a timeout answer) waits for the same partitions */
 	if (pt->nparts)
 		ask_soon(pt, 0);
 	else

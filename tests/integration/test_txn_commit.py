@@ -28,6 +28,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
+from sgfixture import free_port
 from sghelpers import wait_sync
 
 pytestmark = pytest.mark.kafka
@@ -38,8 +39,8 @@ import java.io.*;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.producer.*;
 
-/* Commands on stdin, one per line: "init", "begin", "send N" (N records to
- * partition 0, waits for every ack: "SENT first,last ms=.."), "commit",
+/* Commands on stdin, one per line: "init", "begin", "send N [P]" (N records to
+ * partition P, default 0, waits for every ack: "SENT first,last ms=.."), "commit",
  * "abort" ("COMMITTED ms=..", "ABORTED ms=..", or "ERROR <exception>"),
  * "quit". */
 public class TxnProducer {
@@ -62,10 +63,11 @@ public class TxnProducer {
                     if (line.equals("init")) { pr.initTransactions(); System.out.println("INIT"); }
                     else if (line.equals("begin")) { pr.beginTransaction(); System.out.println("BEGUN"); }
                     else if (line.startsWith("send ")) {
-                        int n = Integer.parseInt(line.split(" ")[1]);
+                        String[] w = line.split(" ");
+                        int n = Integer.parseInt(w[1]), part = w.length > 2 ? Integer.parseInt(w[2]) : 0;
                         List<Future<RecordMetadata>> fs = new ArrayList<>();
                         for (int i = 0; i < n; i++)
-                            fs.add(pr.send(new ProducerRecord<>(a[2], 0, "k" + k, "v" + (k++))));
+                            fs.add(pr.send(new ProducerRecord<>(a[2], part, "k" + k, "v" + (k++))));
                         long first = -1, last = -1;
                         for (Future<RecordMetadata> f : fs) {
                             long o = f.get().offset();
@@ -97,7 +99,7 @@ import org.apache.kafka.clients.consumer.*;
 import org.apache.kafka.clients.producer.*;
 import org.apache.kafka.common.TopicPartition;
 
-/* Copies partition 0 of topic a[2] from a[0] to a[1], reading with isolation
+/* Copies partition a[4] of topic a[2] from a[0] to a[1], reading with isolation
  * a[3]; the records of a source transaction go into one destination
  * transaction, committed once the source position passes the source marker
  * (so the destination's marker lands at the source marker's offset). */
@@ -105,18 +107,19 @@ public class TxnMirror {
     public static void main(String[] a) throws Exception {
         Properties c = new Properties();
         c.put("bootstrap.servers", a[0]);
-        c.put("group.id", "txnmirror-" + a[2]);
+        c.put("group.id", "txnmirror-" + a[2] + "-" + a[4]);
         c.put("enable.auto.commit", "false");
         c.put("isolation.level", a[3]);
         c.put("key.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         c.put("value.deserializer", "org.apache.kafka.common.serialization.ByteArrayDeserializer");
         Properties p = new Properties();
         p.put("bootstrap.servers", a[1]);
-        p.put("transactional.id", "txnmirror-" + a[2]);
+        p.put("transactional.id", "txnmirror-" + a[2] + "-" + a[4]);
         p.put("linger.ms", "0");
         p.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
         p.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
-        TopicPartition tp = new TopicPartition(a[2], 0);
+        int part = Integer.parseInt(a[4]);
+        TopicPartition tp = new TopicPartition(a[2], part);
         try (KafkaConsumer<byte[], byte[]> con = new KafkaConsumer<>(c);
              KafkaProducer<byte[], byte[]> pr = new KafkaProducer<>(p)) {
             pr.initTransactions();
@@ -127,7 +130,7 @@ public class TxnMirror {
             while (true) {
                 for (ConsumerRecord<byte[], byte[]> r : con.poll(Duration.ofMillis(20))) {
                     if (!open) { pr.beginTransaction(); open = true; }
-                    pr.send(new ProducerRecord<>(a[2], 0, r.timestamp(), r.key(), r.value(), r.headers()));
+                    pr.send(new ProducerRecord<>(a[2], part, r.timestamp(), r.key(), r.value(), r.headers()));
                     next = r.offset() + 1;
                 }
                 if (open) {
@@ -211,9 +214,9 @@ def txn_mirror(bed):
     """txn_mirror(source, dest, topic, isolation): the running TxnMirror (a Popen)."""
     procs = []
 
-    def start(source, dest, topic, isolation="read_committed"):
-        log = open(os.path.join(bed.run_dir, f"txnmirror-{topic}.log"), "w")
-        p = java(classes(bed), "TxnMirror", source.bootstrap, dest.bootstrap, topic, isolation,
+    def start(source, dest, topic, isolation="read_committed", partition=0):
+        log = open(os.path.join(bed.run_dir, f"txnmirror-{topic}-{partition}.log"), "w")
+        p = java(classes(bed), "TxnMirror", source.bootstrap, dest.bootstrap, topic, isolation, str(partition),
                  stdout=log, stderr=subprocess.STDOUT)
         procs.append(p)
         return p
@@ -247,11 +250,11 @@ def txn_setup(bed, source, dest, make_syncgate, txn_mirror, producers, topic, is
     return sg, mirror, p
 
 
-def committed_records(dest, topic: str, want: int, timeout: float = 30) -> int:
-    """How many records a read_committed consumer of `dest` reads from partition 0 (up to `want`)."""
+def committed_records(dest, topic: str, want: int, timeout: float = 30, partitions=(0,)) -> int:
+    """How many records a read_committed consumer of `dest` reads from `partitions` (up to `want`)."""
     c = Consumer({"bootstrap.servers": dest.bootstrap, "group.id": f"check-{topic}",
                   "isolation.level": "read_committed", "enable.auto.commit": False})
-    c.assign([TopicPartition(topic, 0, 0)])
+    c.assign([TopicPartition(topic, p, 0) for p in partitions])
     got, deadline = 0, time.monotonic() + timeout
     try:
         while got < want and time.monotonic() < deadline:
@@ -449,3 +452,48 @@ def test_commit_mode_with_a_read_committed_mm2(bed, source, dest, make_syncgate,
     assert line.startswith("COMMITTED"), line
     assert dest_hw >= 7, f"commit answered with {dest_hw} records on the destination"
     assert sg.metric("syncgate_txn_commit_timeouts_total") == 0
+
+
+def test_commit_across_brokers(bed, make_cluster, make_syncgate, txn_mirror, producers, topic_name):
+    """A two-broker source, one sidecar per broker, a transaction on two
+    partitions led by different brokers: the coordinator's sidecar learns the
+    high watermark of the partition its broker does not lead from the source
+    client (mirror_gate_source_hw), and the commit waits for both
+    destinations' markers."""
+    from confluent_kafka.admin import NewTopic
+    src = make_cluster("txsrc", brokers=2)
+    dst = make_cluster("txdst", brokers=1)
+    ids = src.broker_ids
+    src.admin().create_topics([NewTopic(topic_name, 2, replica_assignment=[[ids[0]], [ids[1]]])])[topic_name].result(30)
+    dst.create_topic(topic_name, partitions=2)
+    mirrors = [txn_mirror(src, dst, topic_name, partition=p) for p in (0, 1)]
+    nodes = {i: f"127.0.0.1:{free_port()}" for i in ids}
+    sgs = [make_syncgate(src, mirrors=[mirror_conf("dr", dst, [topic_name])], broker_id=i,
+                         advertise={"nodes": nodes}, gate={"transactions": "commit"},
+                         extra={"listen": {"kafka": nodes[i]}}) for i in ids]
+    for sg in sgs:
+        wait_sync(sg, "dr", topic_name, timeout=90)
+    p = JavaProducer(classes(bed), nodes[ids[0]], f"tx-{topic_name}", topic_name)
+    producers.append(p)
+    assert p.ask("init") == "INIT"
+    assert p.ask("begin") == "BEGUN"
+    assert p.ask("send 3 0").startswith("SENT 0,2")
+    assert p.ask("send 2 1").startswith("SENT 0,1")
+    for m in mirrors:
+        m.send_signal(signal.SIGSTOP)
+    p.tell("commit")
+    with pytest.raises(queue.Empty):
+        p.answer(timeout=3)
+    mirrors[0].send_signal(signal.SIGCONT)  # one partition's marker arrives, not the other's
+    with pytest.raises(queue.Empty):
+        p.answer(timeout=3)
+    mirrors[1].send_signal(signal.SIGCONT)
+    line = p.answer(timeout=60)
+    hws = [dst.high_watermark(topic_name, q) for q in (0, 1)]
+    assert line.startswith("COMMITTED"), line
+    assert hws[0] >= 4 and hws[1] >= 3, hws
+    assert committed_records(dst, topic_name, 5, partitions=(0, 1)) == 5
+    held = [sg for sg in sgs if "txn_commit_held" in sg.log()]
+    assert len(held) == 1, "the commit is held by the coordinator's sidecar only"
+    assert "txn_commit_source_hw" in held[0].log(), held[0].log()[-3000:]
+    assert sum(sg.metric("syncgate_txn_commit_timeouts_total") for sg in sgs) == 0
