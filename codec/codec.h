@@ -44,5 +44,6 @@
 #include "codec/fetch.h"     /* Fetch, ListOffsets, OffsetForLeaderEpoch, the clamp */
 #include "codec/groups.h"    /* OffsetCommit */
 #include "codec/batch.h"     /* one RecordBatch in place: CRC-32C, producer fields */
+#include "codec/txn.h"       /* DescribeTransactions, latest ListOffsets (the commit gate) */
 
 #endif

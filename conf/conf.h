@@ -54,6 +54,13 @@ enum conf_acks1 {
 	CONF_ACKS1_GATE, /* acks=1 is gated like acks=all */
 };
 
+/** What the gate holds for transactions (config `gate.transactions`). */
+enum conf_txn_gate {
+	CONF_TXN_DATA,   /* transactional data acks held like any others; EndTxn passes */
+	CONF_TXN_COMMIT, /* transactional data acks pass; EndTxn(commit) held until mirrored */
+	CONF_TXN_BOTH,   /* both held */
+};
+
 /** Whether to advertise Produce v14 (config `gate.advertise_produce_v14`). */
 enum conf_v14 {
 	CONF_V14_AUTO,  /* when the broker serves Produce v13 */
@@ -155,6 +162,9 @@ struct conf {
 	int gate_max_commit_hold_ms; /* a held OffsetCommit answer's deadline, default 8000 */
 	int16_t gate_commit_retriable_code; /* error code of a commit the destinations did not store (14) */
 	enum conf_acks1 gate_acks1;
+	enum conf_txn_gate gate_transactions; /* gate.transactions, default data */
+	int gate_max_txn_commit_hold_ms; /* a held EndTxn(commit) answer's deadline, default 8000 */
+	int16_t code_txn_commit_timeout; /* gate.error_codes.txn_commit_timeout, default 51 */
 	enum conf_v14 gate_advertise_produce_v14;
 	int16_t code_mirror_sync_replication_timeout;         /* default 190 */
 	int16_t code_not_enough_remote_replicas_after_append; /* default 191 */

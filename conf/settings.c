@@ -231,6 +231,7 @@ static const char *const mode_names[] = { "sidecar", "gateway", NULL };
 static const char *const offsets_names[] = { "preserved", "mm2", NULL };
 static const char *const progress_names[] = { "poll", "tail", NULL };
 static const char *const acks1_names[] = { "pass", "gate", NULL };
+static const char *const txn_gate_names[] = { "data", "commit", "both", NULL };
 static const char *const v14_names[] = { "auto", "never", NULL };
 static const char *const consumers_names[] = { "clamp", "pass", NULL };
 static const char *const isolation_names[] = { "read_uncommitted", "read_committed", NULL };
@@ -408,6 +409,18 @@ const struct conf_setting conf_settings[] = {
 	  "own timeout and retry decide), or an error code sent as it is. First match wins. See docs/clients.md." },
 	{ "gate.acks1", CONF_T_ENUM, C(gate_acks1), 0, CONF_F_LIVE, 0, 0, "pass", acks1_names, NULL,
 	  "`pass`: acks=1 responses are never held. `gate`: acks=1 is gated like acks=all." },
+	{ "gate.transactions", CONF_T_ENUM, C(gate_transactions), 0, CONF_F_LIVE, 0, 0, "data", txn_gate_names, NULL,
+	  "What a transaction waits for (docs/operating.md, Transactions). `data`: its Produce acks are held like "
+	  "any others, its `EndTxn` passes (a committed transaction whose COMMIT markers have not reached a mirror "
+	  "at failover is aborted there). `commit`: the `EndTxn(commit)` answer is held until every gating mirror "
+	  "has, on every gated partition of the transaction, everything up to its COMMIT marker; transactional "
+	  "batches (RecordBatch isTransactional) are acknowledged as the broker answers (works with mirrors that "
+	  "copy only committed records). `both`: data acks and the commit are held. Aborts are never held." },
+	{ "gate.max_txn_commit_hold_ms", CONF_T_INT, C(gate_max_txn_commit_hold_ms), 0, CONF_F_LIVE, 1, 3600 * MS, "8000", NULL, NULL,
+	  "How long an `EndTxn(commit)` answer is held (`gate.transactions: commit | both`) waiting for the mirrors, "
+	  "milliseconds. Past it the commit is answered `gate.error_codes.txn_commit_timeout` (the commit is decided "
+	  "on the source; the client retries it and is answered from the coordinator's state, held again). Keep it "
+	  "below the clients' request timeout (Java 30 s)." },
 	{ "gate.advertise_produce_v14", CONF_T_ENUM, C(gate_advertise_produce_v14), 0, 0, 0, 0, "auto", v14_names, NULL,
 	  "`auto`: advertise Produce v14 in ApiVersions when the broker serves v13. `never`: pass ApiVersions through." },
 	SEC("gate.error_codes", NONE, 0,
@@ -415,6 +428,10 @@ const struct conf_setting conf_settings[] = {
 	    "Clients that negotiated Produce < 14 get `NOT_ENOUGH_REPLICAS_AFTER_APPEND` (20) instead."),
 	{ "gate.error_codes.mirror_sync_replication_timeout", CONF_T_INT16, C(code_mirror_sync_replication_timeout), 0, CONF_F_LIVE, 1, 32767, "190", NULL, NULL,
 	  "`MIRROR_SYNC_REPLICATION_TIMEOUT`: the gate did not converge before the deadline." },
+	{ "gate.error_codes.txn_commit_timeout", CONF_T_INT16, C(code_txn_commit_timeout), 0, CONF_F_LIVE, 1, 32767, "51", NULL, NULL,
+	  "The error code of an `EndTxn(commit)` answer whose hold timed out (`gate.transactions: commit | both`): "
+	  "`CONCURRENT_TRANSACTIONS` (51) by default, which the Java producer and librdkafka retry without "
+	  "surfacing an error (docs/operating.md, Transactions)." },
 	{ "gate.error_codes.not_enough_remote_replicas_after_append", CONF_T_INT16, C(code_not_enough_remote_replicas_after_append), 0, CONF_F_LIVE, 1, 32767, "191", NULL, NULL,
 	  "`NOT_ENOUGH_REMOTE_REPLICAS_AFTER_APPEND`: a mirror's ISR is below its min.insync.replicas." },
 

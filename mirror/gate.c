@@ -53,6 +53,9 @@ static void gate_apply(void *arg, const struct mirror_msg *m)
 	case MIRROR_MSG_FAILOVER_DONE:
 		mirror_failover_job_done(g, m->ptr);
 		break;
+	case MIRROR_MSG_SOURCE_HW:
+		mirror_source_hw_done(g, m->ptr);
+		break;
 	case MIRROR_MSG_COMMIT_RESULT:
 		mirror_commits_results(g, (uint64_t)m->offset);
 		break;
@@ -161,6 +164,7 @@ void mirror_gate_free(struct mirror_gate *g)
 	mirror_ops_free_all(g);       /* joins probe threads (they post to the bridge) */
 	mirror_switch_free_all(g);
 	mirror_commits_free_all(g);
+	mirror_source_hw_free(g);     /* joins its thread (it posts to the bridge) */
 	mirror_hw_free(g);
 	/* Pending waits are freed without callback; detach them first. */
 	while (g->waits)

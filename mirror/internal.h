@@ -203,6 +203,7 @@ struct mirror_gate {
 	struct event *tick_ev;      /* periodic: promotions after backoff, demote timeouts */
 	struct mirror_op *ops;      /* admin calls not answered yet */
 	struct mirror_probe *probes; /* compat probes running (threads joined at free) */
+	struct mirror_source_hw *source_hw; /* source_hw.c: its thread and client, NULL until asked */
 	struct metric *m_decider, *m_state_ready;
 	char **unapplied;           /* records of mirrors not configured (yet): replayed, in
 				     * log order, when a reload adds the mirror */
@@ -238,6 +239,10 @@ void mirror_commits_topic_settled(struct mirror_tstate *t);
 void mirror_commits_link_free(struct mirror_link *l);
 /* Gate free: every held commit forgotten without callback. */
 void mirror_commits_free_all(struct mirror_gate *g);
+/* source_hw.c: deliver an answered request (MIRROR_MSG_SOURCE_HW); stop its thread (gate free:
+ * before the bridge, which its thread posts to). */
+void mirror_source_hw_done(struct mirror_gate *g, void *ptr);
+void mirror_source_hw_free(struct mirror_gate *g);
 /* switch.c: forget every switch call (gate free). */
 void mirror_switch_free_all(struct mirror_gate *g);
 
@@ -251,6 +256,7 @@ enum mirror_msg_kind {
 	MIRROR_MSG_FAILOVER_DONE,   /* ptr: a struct mirror_failover's job thread finished */
 	MIRROR_MSG_LISTED,          /* link_id's worker listed the source: offset = topics it tracks */
 	MIRROR_MSG_COMMIT_RESULT,   /* offset: a mirror's commit client (commits.c) has results queued */
+	MIRROR_MSG_SOURCE_HW,       /* ptr: a source high-watermark request answered (source_hw.c) */
 };
 
 /* Message from a worker (or inject) to the loop; strings follow the struct. */

@@ -596,6 +596,23 @@ int mirror_gate_commit(struct mirror_gate *g, const char *group, const struct mi
 		       size_t nparts, int64_t deadline_ms, mirror_commit_cb cb, void *arg,
 		       struct mirror_commit **out);
 
+/** Called once on the loop thread with the source high watermarks asked for (hw[i] −1: unknown). */
+typedef void (*mirror_source_hw_cb)(void *arg, const int64_t *hw, size_t n);
+struct mirror_source_hw_req;
+/**
+ * Ask the source cluster now for the high watermarks of partitions
+ * (topics[i], partitions[i]), i < n, each of its leader, with syncgate's own
+ * source client (source.properties; one thread and one client per gate,
+ * started at the first call). Every value is sampled after the call. NULL on
+ * ENOMEM or when the client cannot be made (logged; `cb` is not called).
+ * Strings are copied. Loop thread.
+ */
+struct mirror_source_hw_req *mirror_gate_source_hw(struct mirror_gate *g, const char *const *topics,
+						   const int32_t *partitions, size_t n, mirror_source_hw_cb cb,
+						   void *arg);
+/** Forget a request: `cb` is not called (NULL is fine). Loop thread. */
+void mirror_source_hw_cancel(struct mirror_source_hw_req *r);
+
 /** Forget a held commit (its connection closed): `cb` is not called. Loop thread. */
 void mirror_commit_cancel(struct mirror_commit *c);
 

@@ -82,6 +82,7 @@ struct proxy_produce_sum {
 		int32_t partition;
 		int64_t offset_span;     /* Σ (lastOffsetDelta + 1) over its batches */
 		bool transactional;      /* its last RecordBatch is transactional (attributes bit 4) */
+		int64_t producer_id;     /* its last RecordBatch's ProducerId */
 	} parts[];                   /* then ntopics struct proxy_produce_topic, then the names */
 };
 struct proxy_produce_topic {
@@ -132,6 +133,7 @@ struct proxy_entry {
 	struct mirror_wait *wait;
 	size_t held_bytes;         /* response size counted against the hold caps */
 	struct proxy_commit *commit; /* OffsetCommit of a synchronous group (commit_hold.c); owned */
+	struct proxy_txn *txn;     /* EndTxn(commit) (txn_hold.c): owned; INTERNAL entries: borrowed */
 	struct proxy_clamp *clamp; /* consumer Fetch/ListOffsets/OffsetForLeaderEpoch: clamp to the
 				    * mirrored HW (clamp.c; HELD while a Fetch waits); owned */
 	/* STREAMING, READY */

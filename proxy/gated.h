@@ -45,6 +45,53 @@ void proxy_commit_attach(struct proxy_entry *e, struct proxy_commit *pc);
 int proxy_commit_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len,
 		      size_t hdr_len, const struct codec_iov *iov, int niov);
 
+/* txn_hold.c: commit means mirrored (gate.transactions: commit | both) */
+struct proxy_txn;
+/**
+ * A client request was framed (header `h`, `len` body bytes at the head of
+ * `in`, not consumed): for an EndTxn(commit) while gate.transactions is
+ * commit or both, the state its answer needs (attach it with
+ * proxy_txn_attach); a DescribeTransactions of its transactional id is sent
+ * ahead of it (an INTERNAL entry: call before the request's own entry is
+ * made). NULL: nothing to hold (an abort, mode data, unreadable);
+ * (struct proxy_txn *)-1: out of memory (close).
+ */
+struct proxy_txn *proxy_txn_read(struct proxy_conn *c, struct evbuffer *in, size_t len,
+				 const struct codec_request_header *h);
+/** Keep `pt` on entry `e` (owned; freed with the entry). */
+void proxy_txn_attach(struct proxy_entry *e, struct proxy_txn *pt);
+/**
+ * The EndTxn response of an entry with a proxy_txn: a success answer of a
+ * transaction with gated partitions is held (1, the frame consumed from
+ * `in`) until the mirrors have its COMMIT markers or the hold times out;
+ * 0: not held (the caller forwards it); -1 malformed or out of memory (close).
+ */
+int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer *in, size_t len, size_t hdr_len,
+		   const struct codec_iov *iov, int niov);
+/**
+ * A transactional batch of producer `producer_id` on a gated (topic,
+ * partition) was answered success with last offset `last_offset`: the last
+ * data record of its transaction there so far (what an `offsets: mm2`
+ * mirror is waited for at the commit — MirrorMaker 2 copies no markers).
+ * Learnt from this sidecar's own broker's Produce answers; bounded, the
+ * oldest forgotten. Loop thread.
+ */
+void proxy_txn_note_data(int64_t producer_id, const char *topic, int32_t partition, int64_t last_offset);
+/** The last data offset noted for (producer_id, topic, partition) into *last_offset; false: unknown. */
+bool proxy_txn_last_data(int64_t producer_id, const char *topic, int32_t partition, int64_t *last_offset);
+/** Remember the partitions of a held commit of `txn_id` (copied; the oldest of 256 goes). */
+void proxy_txn_remember(const char *txn_id, const struct codec_txn_partition *parts, size_t n);
+/** Forget them (the commit was answered success, or a new transaction began). */
+void proxy_txn_forget(const char *txn_id);
+/** The partitions remembered for `txn_id` (n of them, borrowed until the next call) or NULL. */
+const struct codec_txn_partition *proxy_txn_remembered(const char *txn_id, size_t *n);
+/** True when every mirror gating `topic` now uses `offsets: mm2` (and one does). */
+bool proxy_txn_mm2_only(struct proxy_server *srv, const char *topic);
+/** The answer of syncgate's own DescribeTransactions (INTERNAL entry `ie`); `niov` < 0: unreadable. */
+void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
+/** The answer of syncgate's own ListOffsets of a held commit's partitions (INTERNAL entry `ie`). */
+void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
+
 /* fence.c: the failover fence */
 /**
  * A decoded Produce request (`len` body bytes at the head of `in`, header

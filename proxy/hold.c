@@ -71,7 +71,8 @@ struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_reque
 		for (size_t p = 0; p < rt->npartitions; p++)
 			s->parts[i++] = (struct proxy_produce_part){
 				(uint32_t)t, rt->partitions[p].index, rt->partitions[p].offset_span,
-				(rt->partitions[p].last_batch.attributes & 0x10) != 0 };
+				(rt->partitions[p].last_batch.attributes & 0x10) != 0,
+				rt->partitions[p].last_batch.producer_id };
 	}
 	return s;
 }
@@ -342,6 +343,10 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				request_partition(c, req, name, rp->index, &kept);
 			if (!q || q->offset_span <= 0 || rp->base_offset < 0)
 				continue; /* nothing appended: nothing to wait for */
+			if (q->transactional && c->srv->conf->gate_transactions != CONF_TXN_DATA)
+				proxy_txn_note_data(q->producer_id, kept, rp->index, rp->base_offset + q->offset_span - 1);
+			if (q->transactional && c->srv->conf->gate_transactions == CONF_TXN_COMMIT)
+				continue; /* gate.transactions: commit — the EndTxn waits instead (txn_hold.c) */
 			struct mirror_wait_part *wp = &e->parts[e->nparts];
 			wp->topic = kept; /* the request summary's (or the TopicId map's) */
 			wp->partition = rp->index;

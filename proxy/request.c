@@ -283,17 +283,25 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 					      : NULL;
 	if (commit == (struct proxy_commit *)-1)
 		return -1;
+	/* an EndTxn(commit) with gate.transactions commit|both: asked about ahead of it (txn_hold.c) */
+	struct proxy_txn *txn = known == PROXY_VERSION_KNOWN ? proxy_txn_read(c, in, len, &h) : NULL;
+	if (txn == (struct proxy_txn *)-1)
+		return -1;
 	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
 	if (!e) {
-		if (commit) {
-			struct proxy_entry tmp = {0};
+		struct proxy_entry tmp = {0};
+		if (commit)
 			proxy_commit_attach(&tmp, commit);
+		else if (txn)
+			proxy_txn_attach(&tmp, txn);
+		if (tmp.release)
 			tmp.release(c, &tmp);
-		}
 		return -1;
 	}
 	if (commit)
 		proxy_commit_attach(e, commit);
+	if (txn)
+		proxy_txn_attach(e, txn);
 	e->correlation_id = h.correlation_id;
 	e->api_key = h.api_key;
 	e->api_version = e->client_version = h.api_version;

@@ -180,18 +180,23 @@ static int api_versions_rewrite(struct proxy_conn *c, const struct codec_iov *io
 
 /* A response to syncgate's own request (internal.c): a Metadata response
  * answers a TopicId lookup (topic_lookup.c), an InitProducerId one gives a
- * switched client's producer its id (pidmap.c), a keepalive's is dropped;
- * nothing is sent. */
+ * switched client's producer its id (pidmap.c), DescribeTransactions and
+ * ListOffsets ones tell a held commit about its transaction (txn_hold.c), a
+ * keepalive's is dropped; nothing is sent. */
 static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 			      struct evbuffer *in, size_t len, size_t hdr_len)
 {
 	struct codec_iov iov[PROXY_MAX_IOV];
-	int niov = e->api_key == CODEC_API_METADATA || e->api_key == CODEC_API_INIT_PRODUCER_ID
+	int niov = e->api_key != CODEC_API_API_VERSIONS
 			   ? proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV)
 			   : -1;
 	if (e->api_key == CODEC_API_INIT_PRODUCER_ID)
 		proxy_pidmap_answer(c, e, iov, niov); /* closes the pair when no id came */
-	else if (niov >= 0)
+	else if (e->api_key == CODEC_API_DESCRIBE_TRANSACTIONS)
+		proxy_txn_describe_answer(c, e, iov, niov); /* a held commit's transaction (txn_hold.c) */
+	else if (e->api_key == CODEC_API_LIST_OFFSETS)
+		proxy_txn_offsets_answer(c, e, iov, niov);
+	else if (niov >= 0 && e->api_key == CODEC_API_METADATA)
 		proxy_topic_lookup_answer(c, e, iov, niov);
 	evbuffer_drain(in, len + 4);
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
@@ -251,7 +256,8 @@ static struct response_plan response_plan(const struct proxy_entry *e)
 		 * while the principal is unknown (request.c set e->sasl_auth) */
 		p.body = key == CODEC_API_SASL_HANDSHAKE ? version == 0
 		       : key == CODEC_API_SASL_AUTHENTICATE ? e->sasl_auth
-		       : key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN ? proxy_pidmap_reads_response(e)
+		       : key == CODEC_API_INIT_PRODUCER_ID || key == CODEC_API_END_TXN
+			       ? proxy_pidmap_reads_response(e) || e->txn != NULL
 		       : key == CODEC_API_OFFSET_COMMIT ? e->commit != NULL
 		       : true;
 	}
@@ -355,6 +361,13 @@ int proxy_response_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	if (key == CODEC_API_OFFSET_COMMIT && e->commit) {
 		int held = proxy_commit_hold(c, e, in, len, hdr_len, iov, niov);
+		if (held < 0)
+			return -1;
+		if (held)
+			return 0;
+	}
+	if (key == CODEC_API_END_TXN && e->txn) {
+		int held = proxy_txn_hold(c, e, in, len, hdr_len, iov, niov);
 		if (held < 0)
 			return -1;
 		if (held)

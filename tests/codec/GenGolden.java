@@ -325,6 +325,42 @@ public class GenGolden {
 		}
 	}
 
+	/* syncgate's own requests about a transaction (codec/txn.c): DescribeTransactions v0, and the
+	 * latest-offsets ListOffsets v6 of a commit's partitions (two topics, the first with two) */
+	static void txn() throws Exception {
+		put("describe_transactions", ApiKeys.DESCRIBE_TRANSACTIONS, (short) 0, true,
+			new DescribeTransactionsRequestData().setTransactionalIds(List.of("golden-txn")));
+		put("describe_transactions", ApiKeys.DESCRIBE_TRANSACTIONS, (short) 0, false,
+			new DescribeTransactionsResponseData().setThrottleTimeMs(5).setTransactionStates(List.of(
+				new DescribeTransactionsResponseData.TransactionState().setErrorCode((short) 0)
+					.setTransactionalId("golden-txn").setTransactionState("PrepareCommit")
+					.setTransactionTimeoutMs(60000).setTransactionStartTimeMs(1700000000000L)
+					.setProducerId(4242L).setProducerEpoch((short) 7)
+					.setTopics(new DescribeTransactionsResponseData.TopicDataCollection(List.of(
+						new DescribeTransactionsResponseData.TopicData().setTopic("orders").setPartitions(List.of(0, 3)),
+						new DescribeTransactionsResponseData.TopicData().setTopic("payments").setPartitions(List.of(1)))
+						.iterator())))));
+		short v = 6;
+		ListOffsetsRequestData req = new ListOffsetsRequestData().setReplicaId(-1).setIsolationLevel((byte) 0)
+			.setTopics(List.of(
+				new ListOffsetsRequestData.ListOffsetsTopic().setName("orders").setPartitions(List.of(
+					new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(0).setCurrentLeaderEpoch(-1).setTimestamp(-1),
+					new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(3).setCurrentLeaderEpoch(-1).setTimestamp(-1))),
+				new ListOffsetsRequestData.ListOffsetsTopic().setName("payments").setPartitions(List.of(
+					new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(1).setCurrentLeaderEpoch(-1).setTimestamp(-1)))));
+		put("txn_list_offsets", ApiKeys.LIST_OFFSETS, v, true, req);
+		ListOffsetsResponseData resp = new ListOffsetsResponseData().setThrottleTimeMs(0).setTopics(List.of(
+			new ListOffsetsResponseData.ListOffsetsTopicResponse().setName("orders").setPartitions(List.of(
+				new ListOffsetsResponseData.ListOffsetsPartitionResponse().setPartitionIndex(0).setErrorCode((short) 0)
+					.setTimestamp(-1).setOffset(5000).setLeaderEpoch(5),
+				new ListOffsetsResponseData.ListOffsetsPartitionResponse().setPartitionIndex(3).setErrorCode((short) 6)
+					.setTimestamp(-1).setOffset(-1).setLeaderEpoch(-1))),
+			new ListOffsetsResponseData.ListOffsetsTopicResponse().setName("payments").setPartitions(List.of(
+				new ListOffsetsResponseData.ListOffsetsPartitionResponse().setPartitionIndex(1).setErrorCode((short) 0)
+					.setTimestamp(-1).setOffset(17).setLeaderEpoch(2)))));
+		put("txn_list_offsets", ApiKeys.LIST_OFFSETS, v, false, resp);
+	}
+
 	static void share() throws Exception {
 		for (short v = 1; v <= 2; v++) {
 			ShareFetchResponseData.NodeEndpointCollection ne = new ShareFetchResponseData.NodeEndpointCollection();
@@ -365,6 +401,7 @@ public class GenGolden {
 		offsetCommit();
 		apiVersions();
 		listOffsets();
+		txn();
 		share();
 	}
 }
