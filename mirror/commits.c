@@ -208,9 +208,10 @@ static void deadline_cb(evutil_socket_t fd, short what, void *arg)
 			if (c->jobs[j].l)
 				LOG_W("group_commit_timeout", "mirror=%s reason=\"the destination did not confirm the commit "
 				      "in time; answered retriable (COORDINATOR_LOAD_IN_PROGRESS)\"", c->jobs[j].l->name);
+			bool last = c->pending == 1;
 			job_end(c, &c->jobs[j], MIRROR_COMMIT_TIMEOUT, "the destination did not store the commit in time");
-			if (!c->pending)
-				return; /* c freed */
+			if (last)
+				return; /* c freed by the last job's end */
 		}
 }
 

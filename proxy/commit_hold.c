@@ -46,7 +46,7 @@ static void metrics_init(void)
 			  NULL, "api", apis, 2, m_not_gated);
 }
 
-static void commit_free(struct proxy_commit *pc)
+void proxy_commit_free(struct proxy_commit *pc)
 {
 	if (!pc)
 		return;
@@ -56,16 +56,22 @@ static void commit_free(struct proxy_commit *pc)
 	free(pc);
 }
 
+/* Give back what a held answer counted against the hold caps. */
+static void release_held_bytes(struct proxy_conn *c, struct proxy_entry *e)
+{
+	if (!e->held_bytes)
+		return;
+	c->held_bytes -= e->held_bytes;
+	c->srv->held_bytes -= e->held_bytes;
+	metric_add(m_held, -1);
+	e->held_bytes = 0;
+}
+
 /* e->release: the entry is freed (answered, or its connection closes). */
 static void commit_release(struct proxy_conn *c, struct proxy_entry *e)
 {
-	if (e->held_bytes) {
-		c->held_bytes -= e->held_bytes;
-		c->srv->held_bytes -= e->held_bytes;
-		metric_add(m_held, -1);
-		e->held_bytes = 0;
-	}
-	commit_free(e->commit);
+	release_held_bytes(c, e);
+	proxy_commit_free(e->commit);
 	e->commit = NULL;
 	free(e->raw);
 	e->raw = NULL;
@@ -89,7 +95,7 @@ struct proxy_commit *proxy_commit_read(struct proxy_conn *c, struct evbuffer *in
 	    !mirror_gate_syncs_group(c->srv->gate, pc->req.group_id)) {
 		/* not a synchronous group (or unreadable: the broker answers it) */
 		metric_add(m_not_gated[0], 1);
-		commit_free(pc);
+		proxy_commit_free(pc);
 		return NULL;
 	}
 	/* v10 names topics by TopicId: the ones this sidecar does not know are
@@ -108,7 +114,7 @@ struct proxy_commit *proxy_commit_read(struct proxy_conn *c, struct evbuffer *in
 		int rc = ids ? proxy_topic_lookup_ahead(c, (const uint8_t (*)[16])ids, n) : -1;
 		free(ids);
 		if (rc < 0) {
-			commit_free(pc);
+			proxy_commit_free(pc);
 			return (struct proxy_commit *)-1;
 		}
 	}
@@ -174,12 +180,7 @@ static void commit_done_cb(void *arg, enum mirror_commit_outcome outcome, const 
 		      (unsigned long long)c->id, e->commit->req.group_id, mirror_commit_outcome_str(outcome), detail);
 		answer_retriable(c, e);
 	}
-	if (e->held_bytes) {
-		c->held_bytes -= e->held_bytes;
-		c->srv->held_bytes -= e->held_bytes;
-		metric_add(m_held, -1);
-		e->held_bytes = 0;
-	}
+	release_held_bytes(c, e);
 	if (commit_ready(c, e) < 0) {
 		c->ops->close(c, PROXY_CLOSE_HELD_PRODUCE_UNENCODABLE);
 		return;

@@ -34,6 +34,8 @@ struct proxy_commit;
  */
 struct proxy_commit *proxy_commit_read(struct proxy_conn *c, struct evbuffer *in, size_t len,
 				       const struct codec_request_header *h);
+/** Free a request proxy_commit_read() kept that no entry took (NULL is fine). */
+void proxy_commit_free(struct proxy_commit *pc);
 /** Keep `pc` on entry `e` (owned; freed with the entry). */
 void proxy_commit_attach(struct proxy_entry *e, struct proxy_commit *pc);
 /**
