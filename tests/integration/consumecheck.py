@@ -187,9 +187,10 @@ class ConsumeCheck:
         return Consumer({"bootstrap.servers": self.dest.bootstrap, "group.id": f"faults-hw-{r.name}",
                          "isolation.level": "read_uncommitted"})
 
-    def _received(self, hw: Consumer, r: Reader, t_recv: float, recs: list[tuple[int, int, bytes]]) -> None:
-        """recs [(offset, CreateTime ms, value)] received at t_recv: read the
-        destination HW of r's partition now, record them."""
+    def _received(self, hw: Consumer, r: Reader, batches: list[tuple[float, list[tuple[int, int, bytes]]]]) -> None:
+        """batches [(t_recv, [(offset, CreateTime ms, value)])], each received
+        at its own t_recv: read the destination HW of r's partition now (after
+        the last receipt), record every record with its own receipt time."""
         h = None
         for _ in range(3):
             try:
@@ -197,13 +198,14 @@ class ConsumeCheck:
                 break
             except Exception:  # noqa: BLE001 - destination leader moving: retry
                 continue
-        delay = time.monotonic() - t_recv
+        now = time.monotonic()
         with self._lock:
             self.hw_reads += 1
-            for off, ts, v in recs:
-                self.records.append(Consumed(r.name, r.partition, off, v, ts / 1000 + self._mono_minus_wall,
-                                             t_recv, h, delay))
-                self._next[r.name] = max(self._next[r.name], off + 1)
+            for t_recv, recs in batches:
+                for off, ts, v in recs:
+                    self.records.append(Consumed(r.name, r.partition, off, v, ts / 1000 + self._mono_minus_wall,
+                                                 t_recv, h, now - t_recv))
+                    self._next[r.name] = max(self._next[r.name], off + 1)
 
     def _rdkafka(self, r: Reader) -> None:
         c = Consumer({"bootstrap.servers": r.bootstrap, "group.id": f"faults-{r.name}", "client.id": r.name,
@@ -226,7 +228,7 @@ class ConsumeCheck:
                         break
                     m = c.poll(0)
                 if batch:
-                    self._received(hw, r, time.monotonic(), batch)
+                    self._received(hw, r, [(time.monotonic(), batch)])
         finally:
             c.close()
             hw.close()
@@ -255,15 +257,15 @@ class ConsumeCheck:
         try:
             while not (self._stop.is_set() and q.empty()):
                 try:
-                    t, recs = q.get(timeout=0.2)
+                    batches = [q.get(timeout=0.2)]
                 except queue.Empty:
                     continue
-                while True:
+                while True:  # what queued meanwhile, each batch keeping its own arrival time
                     try:
-                        recs = recs + q.get_nowait()[1]
+                        batches.append(q.get_nowait())
                     except queue.Empty:
                         break
-                self._received(hw, r, t, recs)
+                self._received(hw, r, batches)
         finally:
             hw.close()
 
