@@ -435,6 +435,8 @@ void mirror_route_learn(const struct rd_kafka_metadata *md);
 struct rd_kafka_conf_s *mirror_source_conf(const struct conf *conf, const char *who, const char *role,
 					   bool producer);
 struct rd_kafka_conf_s *mirror_dest_conf(const struct conf_mirror *cm);
+/* The `mm2` record match's destination consumer: mirror_dest_conf, read_committed, prefetch ≤ 8 MiB. */
+struct rd_kafka_conf_s *mirror_match_dest_conf(const struct conf_mirror *cm);
 /* A destination config for admin calls only (no consumer properties of ours;
  * client.id syncgate-<mirror>-<role>). NULL on an invalid property (logged). */
 struct rd_kafka_conf_s *mirror_dest_admin_conf(const struct conf_mirror *cm, const char *role);

@@ -127,8 +127,10 @@ static void mm2_apply(struct mirror_worker *w, const rd_kafka_message_t *m)
 	if (up > wp->mm2_up) {
 		wp->mm2_up = up;
 		wp->mm2_down = down;
-		wp->progress = up + 1;
-		mirror_worker_report(w, t, part, up + 1, -1, -1, -1, NULL);
+		if (up > wp->mm2_proved_up) { /* else the record match proved more already */
+			wp->progress = up + 1;
+			mirror_worker_report(w, t, part, up + 1, -1, -1, -1, NULL);
+		}
 	}
 }
 

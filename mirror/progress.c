@@ -285,7 +285,7 @@ static void mm2_check_syncs(struct mirror_worker *w, const struct mirror_wref *r
 	for (size_t i = 0; i < n; i++) {
 		struct mirror_wtopic *t = &w->topics[refs[i].topic];
 		struct mirror_wpart *wp = &t->parts[refs[i].partition];
-		if (wp->src_hw > wp->mm2_up + 1) {
+		if (wp->src_hw > (wp->mm2_up > wp->mm2_proved_up ? wp->mm2_up : wp->mm2_proved_up) + 1) {
 			rd_kafka_topic_partition_list_add(l, t->dst, refs[i].partition)->offset = RD_KAFKA_OFFSET_END;
 			idx[k++] = i;
 		} else if (wp->syncs_behind || wp->syncs_behind_since_ms >= 0) {
@@ -308,8 +308,9 @@ static void mm2_check_syncs(struct mirror_worker *w, const struct mirror_wref *r
 		if (e->err || e->offset < 0)
 			continue;
 		/* records past the last sync: on the source, and already on the destination */
-		int64_t behind = wp->src_hw - (wp->mm2_up + 1);
-		int64_t ahead = e->offset - (wp->mm2_down + 1);
+		bool proved = wp->mm2_proved_up > wp->mm2_up; /* the record match (mm2_match.c) is ahead */
+		int64_t behind = wp->src_hw - ((proved ? wp->mm2_proved_up : wp->mm2_up) + 1);
+		int64_t ahead = e->offset - ((proved ? wp->mm2_proved_down : wp->mm2_down) + 1);
 		if (behind <= 0 || ahead < behind) {
 			wp->syncs_behind_since_ms = -1;
 			if (wp->syncs_behind)
@@ -322,13 +323,16 @@ static void mm2_check_syncs(struct mirror_worker *w, const struct mirror_wref *r
 		if (wp->syncs_behind || now - wp->syncs_behind_since_ms < MIRROR_W_SYNCS_STALL_MS)
 			continue;
 		wp->syncs_behind = true;
-		mirror_worker_report_stall(w, t, p, "offset-syncs behind the destination");
+		mirror_worker_report_stall(w, t, p, "offset-syncs and the record match behind the destination");
 		if (!w->syncs_warned) {
 			w->syncs_warned = true;
 			LOG_W("mirror_mm2_offset_syncs_behind", "mirror=%s topic=%s partition=%d source_hw=%lld "
 			      "synced_upstream=%lld destination_hw=%lld synced_downstream=%lld reason=\"the destination "
-			      "holds the records but MirrorMaker 2 emitted no offset-sync for them: acks and promotion "
-			      "stall; set offset.lag.max=0 on the MirrorMaker 2 flow (emit.offset-syncs.enabled=true)\"",
+			      "holds the records but MirrorMaker 2 emitted no offset-sync for them and matching the "
+			      "records could not prove them (mirror_mm2_match_stopped says why: another writer to the "
+			      "destination topic, a record MirrorMaker 2 skipped or re-copied, timestamps rewritten by "
+			      "a LogAppendTime destination topic): acks and promotion wait for the next offset-sync; "
+			      "MirrorMaker 2 needs offset.lag.max=0 and emit.offset-syncs.enabled=true\"",
 			      w->name, t->topic, (int)p, (long long)wp->src_hw, (long long)wp->mm2_up,
 			      (long long)e->offset, (long long)wp->mm2_down);
 		}
@@ -411,7 +415,8 @@ void mirror_poll_background(struct mirror_worker *w)
 		if (hw < 0)
 			continue;
 		if (w->offsets == CONF_OFFSETS_MM2) {
-			int64_t prog = wp->mm2_up >= 0 ? wp->mm2_up + 1 : hw == 0 ? 0 : -1;
+			int64_t up = wp->mm2_up > wp->mm2_proved_up ? wp->mm2_up : wp->mm2_proved_up;
+			int64_t prog = up >= 0 ? up + 1 : hw == 0 ? 0 : -1;
 			if (prog >= 0) {
 				wp->progress = prog;
 				mirror_worker_report(w, t, p, prog, hw, -1, -1, NULL);

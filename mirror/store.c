@@ -106,7 +106,7 @@ struct mirror_tstate *mirror_tstate_get(struct mirror_link *l, const char *topic
 					"Partitions whose destination progress currently fails", l->name, topic);
 	t->m_stalled = mirror_metric_mt(METRIC_GAUGE, "syncgate_mirror_stalled_partitions",
 					"Partitions whose progress stalls although the destination has the records "
-					"(mm2: offset-syncs behind the destination; see describe's stall_reason)",
+					"(mm2: offset-syncs and the record match behind the destination; see describe's stall_reason)",
 					l->name, topic);
 	mirror_tstate_metrics(t);
 	size_t k = mirror_hash_str(topic) & (l->nbuckets - 1);

@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mirror/mm2_match.h"
 #include "mirror/worker.h"
 
 static void wtopic_free(struct mirror_wtopic *t)
@@ -140,8 +141,10 @@ static void *worker_main(void *arg)
 	      w->offsets == CONF_OFFSETS_MM2 ? "mm2" : "preserved",
 	      w->progress == CONF_PROGRESS_TAIL ? "tail" : "poll");
 	w->isr_started = pthread_create(&w->isr_th, NULL, mirror_isr_main, w) == 0;
-	if (w->offsets == CONF_OFFSETS_MM2)
+	if (w->offsets == CONF_OFFSETS_MM2) {
 		w->tail_started = pthread_create(&w->tail_th, NULL, mirror_mm2_main, w) == 0;
+		w->match_started = pthread_create(&w->match_th, NULL, mirror_mm2_match_main, w) == 0;
+	}
 	else if (w->progress == CONF_PROGRESS_TAIL)
 		w->tail_started = pthread_create(&w->tail_th, NULL, mirror_tail_main, w) == 0;
 	if (!w->isr_started)
@@ -176,6 +179,8 @@ static void *worker_main(void *arg)
 		pthread_join(w->isr_th, NULL);
 	if (w->tail_started)
 		pthread_join(w->tail_th, NULL);
+	if (w->match_started)
+		pthread_join(w->match_th, NULL);
 	mirror_lanes_join(w);
 	LOG_I("mirror_worker_stopped", "mirror=%s", w->name);
 	return NULL;
@@ -290,6 +295,18 @@ rd_kafka_conf_t *mirror_dest_conf(const struct conf_mirror *cm)
 	return c;
 }
 
+rd_kafka_conf_t *mirror_match_dest_conf(const struct conf_mirror *cm)
+{
+	rd_kafka_conf_t *c = mirror_dest_conf(cm);
+	/* only records below the last stable offset (mm2_match.c); prefetch bounded */
+	if (c && (set_prop(c, cm->name, "isolation.level", "read_committed", false) ||
+		  set_prop(c, cm->name, "queued.max.messages.kbytes", "8192", false))) {
+		rd_kafka_conf_destroy(c);
+		return NULL;
+	}
+	return c;
+}
+
 rd_kafka_conf_t *mirror_dest_admin_conf(const struct conf_mirror *cm, const char *role)
 {
 	rd_kafka_conf_t *c = base_conf(cm->name, role, true);
@@ -313,6 +330,10 @@ static void worker_free(struct mirror_worker *w)
 		rd_kafka_conf_destroy(w->src_conf);
 	if (w->mm2_conf)
 		rd_kafka_conf_destroy(w->mm2_conf);
+	if (w->match_src_conf)
+		rd_kafka_conf_destroy(w->match_src_conf);
+	if (w->match_dst_conf)
+		rd_kafka_conf_destroy(w->match_dst_conf);
 	for (size_t i = 0; i < w->ndq; i++)
 		free(w->dq[i].topic);
 	free(w->dq);
@@ -352,7 +373,10 @@ struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct 
 	if (cm->offsets == CONF_OFFSETS_MM2) {
 		w->mm2_topic = conf_mirror_offset_syncs_topic(cm);
 		w->mm2_conf = mirror_source_conf(conf, cm->name, "mm2", false);
-		if (!w->mm2_topic || !w->mm2_conf)
+		w->match_src_conf = mirror_source_conf(conf, cm->name, "match", false);
+		w->match_dst_conf = mirror_match_dest_conf(cm);
+		if (!w->mm2_topic || !w->mm2_conf || !w->match_src_conf || !w->match_dst_conf ||
+		    set_prop(w->match_src_conf, cm->name, "queued.max.messages.kbytes", "8192", false))
 			goto fail;
 	}
 	if (!w->name || !w->topic_name || conf_mirror_sync_topics_compile(cm, &w->re, &w->nre) != 0)

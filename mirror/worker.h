@@ -80,6 +80,8 @@ struct mirror_wpart {
 			      * the latest (mirror_worker_demand), -1 */
 	int64_t mm2_up;      /* mm2: greatest upstream offset in offset-syncs, -1 */
 	int64_t mm2_down;    /* mm2: its downstream offset, -1 */
+	int64_t mm2_proved_up, mm2_proved_down; /* mm2: the newest pair the record match proved
+				   * (mm2_match.c), -1; progress is the greater of the two up + 1 */
 	struct mirror_wsync *mm2_syncs; /* mm2: offset-syncs kept for translating commits, oldest
 				   * first, spaced wider with age (mirror_mm2_keep); malloc'd */
 	uint32_t mm2_nsyncs;
@@ -145,8 +147,8 @@ struct mirror_lane {
 };
 struct mirror_worker {
 	pthread_t th;                    /* main */
-	pthread_t isr_th, tail_th;
-	bool isr_started, tail_started;
+	pthread_t isr_th, tail_th, match_th;
+	bool isr_started, tail_started, match_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;               /* main: a demand for an unknown topic, or stop */
 	bool stop;                       /* under mu */
@@ -174,6 +176,7 @@ struct mirror_worker {
 	rd_kafka_conf_t *dst_conf;       /* consumed when the thread creates its handles */
 	rd_kafka_conf_t *src_conf;
 	rd_kafka_conf_t *mm2_conf;
+	rd_kafka_conf_t *match_src_conf, *match_dst_conf; /* mm2: the record match's consumers */
 
 	/* created by main before the other threads start, destroyed after they end */
 	rd_kafka_t *dst, *src, *mm2c;

@@ -78,6 +78,7 @@ struct mirror_wpart *mirror_wtopic_part(struct mirror_wtopic *t, int32_t p)
 			a[i] = (struct mirror_wpart){.src_hw = -1, .progress = -1, .bg_hw = -1,
 						     .isr = -1, .min_isr = -1,
 						     .need = -1, .until_ms = -1, .src_acked = -1, .mm2_up = -1, .mm2_down = -1,
+						     .mm2_proved_up = -1, .mm2_proved_down = -1,
 						     .syncs_behind_since_ms = -1, .tail_hw = -1, .seen_src_hw = -1,
 						     .tail_check = -1, .confirm_from = 1, .leader = -1};
 		t->parts = a;

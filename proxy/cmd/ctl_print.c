@@ -33,7 +33,8 @@ static void print_stalls(const json_t *t)
 				printf(" %lld", (long long)json_integer_value(json_object_get(r, "partition")));
 		}
 		printf(": %s%s\n", why, strstr(why, "offset-syncs") ?
-		       " (MirrorMaker 2 emits offset-syncs sparsely: set offset.lag.max=0)" : "");
+		       " (the record match stopped, see the log's mirror_mm2_match_stopped; MirrorMaker 2 needs "
+		       "offset.lag.max=0)" : "");
 	}
 }
 
