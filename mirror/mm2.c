@@ -19,8 +19,10 @@
  * fill destination offsets), an exactly-once MM2 writes transaction markers
  * on the destination (markers fill offsets), and source offsets skipped by
  * markers or compaction only make the bound looser. Each can make H pass
- * the bound before the record is there, i.e. a false ack. So syncgate
- * detects the sparse case instead (progress.c, mm2_check_syncs) and says so.
+ * the bound before the record is there, i.e. a false ack. Instead, the
+ * match thread proves records between syncs by their content (mm2_match.c),
+ * and what neither covers is detected (progress.c, mm2_check_syncs) and
+ * reported.
  * The mm2 thread (mirror_mm2_main); w->tmu around the table.
  */
 #include <stdlib.h>
