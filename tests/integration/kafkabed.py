@@ -201,6 +201,7 @@ class KafkaBed:
         t0 = time.monotonic()
         self.sh("mm2.sh", *args, timeout=timeout + 60)
         m = Mirror(self, "mm2", name)
+        m.start_args = args
         m.startup_seconds = time.monotonic() - t0
         self.mirrors[name] = m
         return m
@@ -269,9 +270,9 @@ class Mirror:
     """A running mirror (kind 'testmirror' or 'mm2'), controlled by its script.
 
     pause()/resume() send SIGSTOP/SIGCONT to the whole process: nothing is
-    copied while paused (lag on demand). Test mirror only: kill() (SIGKILL)
-    and start() again with the same arguments; it resumes at the
-    destination's high watermarks."""
+    copied while paused (lag on demand). kill() (SIGKILL) and start() again
+    with the same arguments: the test mirror resumes at the destination's
+    high watermarks, MirrorMaker 2 at its last committed source position."""
 
     def __init__(self, bed: KafkaBed, kind: str, name: str):
         self.bed, self.kind, self.name = bed, kind, name
@@ -296,11 +297,12 @@ class Mirror:
         self.bed.mirrors.pop(self.name, None)
 
     def kill(self) -> None:
-        """SIGKILL (test mirror): records in flight are lost or land later."""
+        """SIGKILL: records in flight are lost or land later (MirrorMaker 2
+        re-copies from its last committed position when started again)."""
         self.bed.sh(self.script, "kill", self.name)
 
     def start(self) -> None:
-        """Start again (test mirror) with the arguments it was started with."""
+        """Start again with the arguments it was started with."""
         self.bed.sh(self.script, *self.start_args)
         self.bed.mirrors[self.name] = self
 

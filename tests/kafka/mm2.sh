@@ -15,6 +15,8 @@
 #       Expected in its log: "ERROR Failed to configure MirrorCheckpointConnector"
 #       (checkpoints are disabled on purpose; harmless).
 #   mm2.sh stop NAME       SIGTERM, SIGKILL after 10 s
+#   mm2.sh kill NAME       SIGKILL (start again with the same arguments: it re-copies
+#                          from its last committed source position)
 #   mm2.sh pause NAME      SIGSTOP the JVM: nothing is mirrored until resume.
 #                          (Its Connect group membership has a 5 min session
 #                          timeout, so pauses shorter than that resume at once
@@ -122,6 +124,7 @@ PROPS
     sg_log "mm2 $name: ready in $((SECONDS - t0))s (pid $(sg_pid "$pf"))"
     ;;
   stop) sg_stop_pidfile "$pf" 10; sg_log "mm2 $name: stopped" ;;
+  kill) sg_stop_pidfile "$pf" 0; sg_log "mm2 $name: killed" ;;
   pause) sg_alive "$pf" || sg_die "mm2 $name not running"; kill -STOP "$(sg_pid "$pf")"; sg_log "mm2 $name: paused" ;;
   resume) sg_alive "$pf" || sg_die "mm2 $name not running"; kill -CONT "$(sg_pid "$pf")"; sg_log "mm2 $name: resumed" ;;
   pid) sg_alive "$pf" && sg_pid "$pf" ;;
