@@ -50,6 +50,13 @@ static bool clamp_may_apply(const struct proxy_conn *c)
 	return cf->nmirrors > 0 && cf->consumers_clamp == CONF_CONSUMERS_CLAMP && !c->srv->switched;
 }
 
+/* Whether gate.transactions holds EndTxn(commit) answers here (commit|both). */
+static bool commit_gated(const struct proxy_conn *c)
+{
+	const struct conf *cf = c->srv->conf;
+	return cf->nmirrors > 0 && cf->gate_transactions != CONF_TXN_DATA && !c->srv->switched;
+}
+
 enum proxy_version_verdict proxy_request_version_check(struct proxy_conn *c,
 							const struct codec_request_header *h)
 {
@@ -76,6 +83,12 @@ enum proxy_version_verdict proxy_request_version_check(struct proxy_conn *c,
 		 * version it does not know: the client retries with one it can read,
 		 * and the client software name is learnt from that retry */
 		v = PROXY_VERSION_PASS, why = "answered UNSUPPORTED_VERSION: the client retries lower";
+	} else if (h->api_key == CODEC_API_END_TXN && commit_gated(c)) {
+		/* gate.transactions commit|both: an EndTxn(commit) it cannot read would
+		 * be answered success before the mirrors have the transaction. Closed
+		 * like a broker closes a version it does not serve: an error answer
+		 * would have to be written in a layout syncgate does not know */
+		why = "the commit gate could not hold its answer";
 	} else if (h->api_key == CODEC_API_INIT_PRODUCER_ID || h->api_key == CODEC_API_END_TXN) {
 		/* read only on a switched sidecar: the producer id the destination
 		 * issues would not be mapped, and the producer's Produce refused */

@@ -5,7 +5,7 @@
 # git-ignored). Each part is rebuilt only when its inputs changed (a stamp of
 # versions + sources), so a second run takes about a second.
 #
-#   go               franz-go and sarama programs (go/, Go module proxy)
+#   go               franz-go and sarama programs, franz-go transactional (go/, Go module proxy)
 #   node             KafkaJS (node/, npm registry)
 #   kafka-python-2   venv with kafka-python $KAFKA_PYTHON_2 (PyPI)
 #   kafka-python-3   venv with kafka-python $KAFKA_PYTHON_3 (PyPI)
@@ -35,9 +35,10 @@ need() { command -v "$1" >/dev/null || { echo "install.sh: '$1' not found on PAT
 part_go() {
   local d="$cache/go" st
   need go "Go >= the go line of go/go.mod; the Go toolchain is not a Debian 12 package that new" || return 1
-  st="$(stamp_of "$(go version)" go/go.mod go/go.sum go/proto/proto.go go/franzprod/main.go go/saramaprod/main.go)"
+  st="$(stamp_of "$(go version)" go/go.mod go/go.sum go/proto/proto.go go/franzprod/main.go go/saramaprod/main.go \
+    go/franztxn/main.go)"
   fresh "$d" "$st" && { echo "$d"; return; }
-  mkdir -p "$d" && (cd "$here/go" && GOFLAGS=-mod=readonly go build -trimpath -o "$d/" ./franzprod ./saramaprod) \
+  mkdir -p "$d" && (cd "$here/go" && GOFLAGS=-mod=readonly go build -trimpath -o "$d/" ./franzprod ./saramaprod ./franztxn) \
     && done_part "$d" "$st"
 }
 

@@ -6,7 +6,9 @@
  * is forwarded, counted, and answered UNSUPPORTED_VERSION naming the
  * versions syncgate knows, whatever the broker said; a Produce above what
  * the gate reads closes the pair with nothing forwarded; a too-new SASL
- * request passes unchanged.
+ * request passes unchanged; EndTxn is advertised no higher than the codec
+ * decodes, and one above it closes the pair under gate.transactions
+ * commit|both (its commit could not be held) but passes under data.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -194,6 +196,94 @@ Test(versions, too_new_sasl_handshake_passes_unchanged)
 	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len));
 	cr_assert(memcmp(up, rq.data, rq.len) == 0);
 	cr_assert(eq(str, f.c->sasl_mech, ""), "its mechanism is not read");
+	codec_buf_free(&rq);
+	pair_fini(&f);
+}
+
+static const char *commit_yaml = PAIR_GATED_YAML "gate:\n  transactions: commit\n";
+
+/* An EndTxn request one version above what the codec decodes, in the v5
+ * layout (a future version's body is unknown). */
+static void future_end_txn(struct codec_buf *b, int32_t corr)
+{
+	int16_t future = (int16_t)(codec_api_get(CODEC_API_END_TXN)->decode_max + 1);
+	request_header(b, CODEC_API_END_TXN, future, corr);
+	codec_write_str(b, "txn-a");
+	codec_write_i64(b, 1000);
+	codec_write_i16(b, 0);
+	codec_write_i8(b, 1); /* committed */
+	codec_write_uvarint(b, 0);
+	pair_frame_seal(b);
+}
+
+/* The broker advertises EndTxn 0..decode_max+1: the client is told decode_max. */
+Test(versions, end_txn_is_advertised_no_higher_than_decoded)
+{
+	struct fixture f;
+	pair_init(&f, commit_yaml);
+	int16_t decoded = codec_api_get(CODEC_API_END_TXN)->decode_max;
+	struct codec_buf rq = PAIR_BUF, an = PAIR_BUF;
+	api_versions_request(&rq, 5, 7);
+	uint8_t up[4096], cl[4096];
+	send_to(f.cl, &rq);
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len));
+	struct codec_api_version_range keys[] = {
+		{CODEC_API_API_VERSIONS, 0, 5, {0}},
+		{CODEC_API_END_TXN, 0, (int16_t)(decoded + 1), {0}},
+	};
+	struct codec_api_versions_response m = {.api_keys = keys, .napi_keys = 2};
+	codec_write_i32(&an, 0);
+	codec_write_i32(&an, 7);
+	cr_assert(eq(int, codec_api_versions_response_encode(&m, 5, &an), CODEC_OK));
+	pair_frame_seal(&an);
+	send_to(f.up, &an);
+	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(gt(sz, n, 8));
+	struct codec_iov body = {cl + 8, n - 8};
+	struct codec_api_versions_response got;
+	cr_assert(eq(int, codec_api_versions_response_decode(&body, 1, 5, &got), CODEC_OK));
+	cr_assert(eq(sz, got.napi_keys, 2));
+	cr_assert(eq(i16, got.api_keys[1].api_key, CODEC_API_END_TXN));
+	cr_assert(eq(i16, got.api_keys[1].max_version, decoded), "capped to what the commit gate reads");
+	codec_api_versions_response_free(&got);
+	codec_buf_free(&rq);
+	codec_buf_free(&an);
+	pair_fini(&f);
+}
+
+Test(versions, too_new_end_txn_closes_when_commits_are_gated)
+{
+	struct fixture f;
+	pair_init(&f, commit_yaml);
+	struct codec_buf rq = PAIR_BUF;
+	future_end_txn(&rq, 5);
+	send_to(f.cl, &rq);
+	uint8_t up[4096];
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0), "never forwarded: its commit could not be held");
+	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
+		event_base_loop(f.base, EVLOOP_NONBLOCK);
+	cr_assert(eq(u64, (uint64_t)f.srv.nconns, 0), "the pair is closed");
+	char *text = metrics_render();
+	cr_assert_not_null(strstr(text, "syncgate_unknown_api_version_total{api=\"EndTxn\"} 1"), "%s", text);
+	free(text);
+	codec_buf_free(&rq);
+	pair_fini(&f);
+}
+
+Test(versions, too_new_end_txn_passes_when_only_data_is_gated)
+{
+	struct fixture f;
+	pair_init(&f, yaml);
+	struct codec_buf rq = PAIR_BUF;
+	future_end_txn(&rq, 6);
+	send_to(f.cl, &rq);
+	uint8_t up[4096];
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded: gate.transactions data holds no commit");
+	cr_assert(memcmp(up, rq.data, rq.len) == 0);
+	cr_assert(eq(u64, (uint64_t)f.srv.nconns, 1));
+	char *text = metrics_render();
+	cr_assert_not_null(strstr(text, "syncgate_unknown_api_version_total{api=\"EndTxn\"} 1"), "%s", text);
+	free(text);
 	codec_buf_free(&rq);
 	pair_fini(&f);
 }
