@@ -41,7 +41,7 @@ def test_random_faults_with_mirrormaker2_never_ack_what_the_destination_lacks(
     dest = make_cluster("fdest", brokers=3, props={"min.insync.replicas": 2})
     source.create_topic(topic_name, partitions=PARTITIONS)
     dest.create_topic(topic_name, partitions=PARTITIONS, rf=3, config={"min.insync.replicas": 2})
-    mirror = make_mm2(topic_name, dest=dest, rf=3, props={"offset.lag.max": "100"})
+    mirror = make_mm2(topic_name, dest=dest, props={"offset.lag.max": "100"})  # its topics rf 1 (1-broker source)
     st, tok = f"__sg_state_{uuid.uuid4().hex[:8]}", write_token(bed)
     sg = start(make_syncgate, source, [mirror_conf("dr", dest, [topic_name], offsets="mm2",
                                                    mm2_offset_syncs_topic=SYNCS)], st, tok)

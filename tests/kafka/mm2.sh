@@ -89,10 +89,12 @@ offset.flush.interval.ms=1000
 producer.override.linger.ms=0
 dest.producer.linger.ms=0
 source.consumer.fetch.max.wait.ms=10
-# each instance its own Connect group and internal topics: a killed (or
-# paused-then-stopped) earlier instance stays a group member for the long
-# session timeout below, and a new one in the same group would wait for it
-dest.group.id=mm2-$name
+# each start its own Connect group (a killed, or paused-then-stopped,
+# earlier start stays a group member for the long session timeout below,
+# and a new one in the same group would wait for it) and each instance its
+# own internal topics, kept across starts: a restart resumes at the source
+# positions the killed one had committed, re-copying what it sent after
+dest.group.id=mm2-$name-$(date +%s%N)
 dest.config.storage.topic=mm2-configs.$name.internal
 dest.offset.storage.topic=mm2-offsets.$name.internal
 dest.status.storage.topic=mm2-status.$name.internal
