@@ -52,11 +52,40 @@ struct mirror_commit {
 	struct mirror_commit_job jobs[];
 };
 
-static struct metric *m_outcome[MIRROR_COMMIT_OUTCOME_COUNT], *m_latency, *m_parts[3];
+static struct metric *m_outcome[MIRROR_COMMIT_OUTCOME_COUNT], *m_latency, *m_parts[3], *m_groups;
 static uint64_t next_job_id;
 
 static const double latency_buckets[] = {0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
 					 1, 2, 5, 10};
+
+/* The groups counted by syncgate_group_commit_groups: sorted, malloc'd names. Loop thread. */
+#define GROUPS_MAX 10000
+#define GROUPS_MAX_STR "10,000"
+static char **groups_seen;
+static size_t ngroups_seen;
+
+static int group_cmp(const void *key, const void *elem)
+{
+	return strcmp(key, *(char *const *)elem);
+}
+
+static void note_group(const char *group)
+{
+	if (ngroups_seen >= GROUPS_MAX ||
+	    bsearch(group, groups_seen, ngroups_seen, sizeof(*groups_seen), group_cmp))
+		return;
+	if (!groups_seen && !(groups_seen = calloc(GROUPS_MAX, sizeof(*groups_seen))))
+		return;
+	size_t at = 0;
+	while (at < ngroups_seen && strcmp(groups_seen[at], group) < 0)
+		at++;
+	char *copy = strdup(group);
+	if (!copy)
+		return;
+	memmove(&groups_seen[at + 1], &groups_seen[at], (ngroups_seen - at) * sizeof(*groups_seen));
+	groups_seen[at] = copy;
+	metric_set(m_groups, (double)++ngroups_seen);
+}
 
 static void metrics_init(void)
 {
@@ -73,6 +102,9 @@ static void metrics_init(void)
 			  "Committed partitions sent to a mirror's destination: as committed, capped at the mirror's "
 			  "progress, or not written (mm2: no offset-sync at or below the offset)",
 			  NULL, "kind", parts, 3, m_parts);
+	m_groups = metric_get(METRIC_GAUGE, "syncgate_group_commit_groups",
+			      "Distinct consumer groups whose commits this sidecar held for the mirrors since it "
+			      "started (counted up to " GROUPS_MAX_STR ")", "", NULL, 0);
 	m_latency = metric_get(METRIC_HISTOGRAM, "syncgate_group_commit_hold_seconds",
 			       "Added latency of a synchronous group commit: the source coordinator's answer -> "
 			       "every destination stored it", "", latency_buckets,
@@ -455,6 +487,7 @@ int mirror_gate_commit(struct mirror_gate *g, const char *group, const struct mi
 		commit_free(c);
 		return -1;
 	}
+	note_group(group);
 	*out = c;
 	return 1;
 }

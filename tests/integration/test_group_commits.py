@@ -234,6 +234,7 @@ def test_java_groups_commit_on_the_destination_before_the_answer(
             g.close()
     assert sg.metric('syncgate_group_commits_total{outcome="stored"}') >= 6
     assert sg.metric("syncgate_group_commits_held") == 0
+    assert sg.metric("syncgate_group_commit_groups") == 2, "the classic and the consumer-protocol group"
 
     other = f"billing-{topic_name}"
     g = JavaGroup(classes, sg.bootstrap, other, topic_name, "classic")
