@@ -473,7 +473,7 @@ const struct conf_setting conf_settings[] = {
 	  "`preserved`: the mirror keeps source offsets (Cluster Linking, KIP-1279, ...), destination high watermark "
 	  "compared directly. `mm2`: MirrorMaker 2, progress from its offset-syncs topic and, between syncs, from "
 	  "matching the destination's records to the source's (docs/operating.md \"Adding a mirror\"); "
-	  "`offset.lag.max=0` is still needed for `failover` (its drain reads the syncs)." },
+	  "MM2's default `offset.lag.max` works; 0 makes translated offsets of groups far behind closer." },
 	{ "mirrors[].progress", CONF_T_ENUM, M(progress), 0, W, 0, 0, "poll", progress_names, NULL,
 	  "With `offsets: preserved`: `poll` asks a partition's destination leader for its high watermark as soon as a "
 	  "response is held on it, and again after each answer while one is (one request in flight per destination "

@@ -74,6 +74,8 @@ static void fo_free(struct mirror_failover *f)
 		rd_kafka_conf_destroy(f->dst_conf);
 	if (f->mm2_conf)
 		rd_kafka_conf_destroy(f->mm2_conf);
+	if (f->match_conf)
+		rd_kafka_conf_destroy(f->match_conf);
 	json_decref(f->steps);
 	free(f->mm2_topic);
 	free(f->mirror);
@@ -429,9 +431,10 @@ struct mirror_failover *mirror_gate_failover(struct mirror_gate *g, const struct
 	if (f->offsets == CONF_OFFSETS_MM2 && !f->dest_only) {
 		f->mm2_topic = conf_mirror_offset_syncs_topic(l->cm);
 		f->mm2_conf = mirror_source_conf(g->conf, l->name, "failover-mm2", false);
+		f->match_conf = mirror_match_dest_conf(l->cm);
 	}
 	if (!f->dst_conf || (!f->dest_only && !f->src_conf) ||
-	    (f->offsets == CONF_OFFSETS_MM2 && !f->dest_only && (!f->mm2_topic || !f->mm2_conf))) {
+	    (f->offsets == CONF_OFFSETS_MM2 && !f->dest_only && (!f->mm2_topic || !f->mm2_conf || !f->match_conf))) {
 		fo_error(f, 500, "cannot configure the clients");
 		return f;
 	}

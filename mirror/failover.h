@@ -76,6 +76,7 @@ struct mirror_failover {
 	size_t nsync_re;
 	char *mm2_topic;
 	rd_kafka_conf_t *src_conf, *dst_conf, *mm2_conf;
+	rd_kafka_conf_t *match_conf;  /* mm2: the destination read_committed, for failover_match.c */
 	struct fo_topic *topics;
 	size_t ntopics;
 	enum fo_phase phase;
@@ -125,6 +126,12 @@ void mirror_failover_mm2_read(struct mirror_failover *f, rd_kafka_t *c, int32_t 
 
 /** The latest offset-sync of fp (greatest upstream offset), or NULL. */
 const struct fo_sync *mirror_failover_mm2_latest(const struct fo_part *fp);
+
+/** mm2, job thread: prove source records past fp's latest offset-sync by
+ * their copies on the destination (`src`: the source client, `dstc`: a
+ * read_committed destination client), up to fp's sampled HWs; the last
+ * proved pair is added to fp->syncs (failover_match.c). */
+void mirror_failover_mm2_prove(rd_kafka_t *src, rd_kafka_t *dstc, const struct fo_topic *t, struct fo_part *fp);
 
 /** Job thread, step 4: copy (dry run: list) the committed offsets of every
  * source consumer group on f's topics to the destination, into f->moves. */

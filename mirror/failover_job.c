@@ -91,7 +91,7 @@ static int read_last(rd_kafka_t *rk, const char *topic, int32_t p, int64_t from,
 
 /* One round: every source HW first, then the destination (progress sampled
  * after the source HW, as the gate does). Job thread. */
-static void measure(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
+static void measure(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst, rd_kafka_t *dmatch)
 {
 	for (size_t i = 0; i < f->ntopics; i++) {
 		struct fo_topic *t = &f->topics[i];
@@ -121,6 +121,8 @@ static void measure(struct mirror_failover *f, rd_kafka_t *src, rd_kafka_t *dst)
 			    !rd_kafka_query_watermark_offsets(src, t->topic, fp->partition, &lo, &hi, FO_RPC_MS))
 				fp->src_hw_after = hi;
 			if (f->offsets == CONF_OFFSETS_MM2) {
+				if (src && dmatch && fp->src_hw >= 0 && fp->dst_hw >= 0)
+					mirror_failover_mm2_prove(src, dmatch, t, fp); /* past the latest sync */
 				const struct fo_sync *s = mirror_failover_mm2_latest(fp);
 				fp->progress = s ? s->up + 1 : -1;
 			} else {
@@ -297,7 +299,7 @@ void *mirror_failover_job_main(void *arg)
 	char err[512];
 	rd_kafka_t *src = f->dest_only ? NULL : fo_client(&f->src_conf, err, sizeof(err));
 	rd_kafka_t *dst = fo_client(&f->dst_conf, err, sizeof(err));
-	rd_kafka_t *mm2 = NULL;
+	rd_kafka_t *mm2 = NULL, *dmatch = NULL;
 	int32_t nsyncparts = 0;
 	if ((!f->dest_only && !src) || !dst) {
 		snprintf(f->error, sizeof(f->error), "cannot create a client: %.200s", err);
@@ -308,6 +310,7 @@ void *mirror_failover_job_main(void *arg)
 	if (f->offsets == CONF_OFFSETS_MM2 && !f->dest_only) {
 		char why[256];
 		mm2 = fo_client(&f->mm2_conf, err, sizeof(err));
+		dmatch = fo_client(&f->match_conf, err, sizeof(err)); /* NULL: the offset-syncs alone */
 		nsyncparts = mm2 ? mirror_rk_partitions(mm2, f->mm2_topic, why, sizeof(why)) : -1;
 		if (nsyncparts <= 0) {
 			snprintf(f->error, sizeof(f->error), "offset-syncs topic %s unreadable", f->mm2_topic);
@@ -324,7 +327,7 @@ void *mirror_failover_job_main(void *arg)
 	for (bool first = true;; first = false) {
 		if (mm2)
 			mirror_failover_mm2_read(f, mm2, nsyncparts);
-		measure(f, src, dst);
+		measure(f, src, dst, dmatch);
 		for (size_t i = 0; i < f->ntopics; i++)
 			for (int32_t k = 0; k < f->topics[i].npart; k++) {
 				struct fo_part *fp = &f->topics[i].parts[k];
@@ -353,6 +356,8 @@ out:
 		rd_kafka_destroy(src);
 	if (dst)
 		rd_kafka_destroy(dst);
+	if (dmatch)
+		rd_kafka_destroy(dmatch);
 	if (mirror_bridge_post_msg(f->bridge, MIRROR_MSG_FAILOVER_DONE, 0, f, NULL, 0) != 0)
 		LOG_E("mirror_failover_post_failed", "mirror=%s reason=\"out of memory\"", f->mirror);
 	return NULL;

@@ -66,11 +66,13 @@ static int same(const struct mirror_mrec *a, const struct mirror_mrec *b)
 }
 
 enum mirror_match_stop mirror_mm2_match(const struct mirror_mrec *src, size_t ns, const struct mirror_mrec *dst,
-					size_t nd, size_t *si, size_t *di, size_t recopy_window)
+					size_t nd, size_t *si, size_t *di, size_t recopy_window, size_t *at)
 {
 	while (*si < ns && *di < nd) {
 		const struct mirror_mrec *d = &dst[*di];
 		if (same(&src[*si], d)) {
+			if (at)
+				at[*si] = *di;
 			(*si)++;
 			(*di)++;
 			continue;

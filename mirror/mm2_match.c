@@ -215,7 +215,7 @@ static void match_one(struct mstate *st, struct mpart *mp)
 	struct mirror_worker *w = st->w;
 	size_t si0 = mp->si;
 	if (mp->stop == MIRROR_MATCH_MORE) {
-		mp->stop = mirror_mm2_match(mp->src, mp->ns, mp->dst, mp->nd, &mp->si, &mp->di, MATCH_KEEP);
+		mp->stop = mirror_mm2_match(mp->src, mp->ns, mp->dst, mp->nd, &mp->si, &mp->di, MATCH_KEEP, NULL);
 		if (mp->stop != MIRROR_MATCH_MORE) {
 			metric_add(st->m_stops[mp->stop], 1);
 			LOG_I("mirror_mm2_match_stopped", "mirror=%s topic=%s partition=%d reason=%s destination_offset=%lld "

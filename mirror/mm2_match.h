@@ -55,10 +55,12 @@ int mirror_mm2_fingerprint(const rd_kafka_message_t *m, unsigned char fp[MIRROR_
  * the next destination record with its fingerprint; a destination record
  * in between must equal an already matched source record (at most
  * `recopy_window` back), a re-copy, or matching stops. On return src[0..*si)
- * are proved on the destination, src[*si − 1] at dst[*di − 1]. Pure.
+ * are proved on the destination, src[*si − 1] at dst[*di − 1]; `at` (NULL,
+ * or ns entries): at[i] = the dst index of src[i]'s copy, for each i matched
+ * in this call. Pure.
  */
 enum mirror_match_stop mirror_mm2_match(const struct mirror_mrec *src, size_t ns, const struct mirror_mrec *dst,
-					size_t nd, size_t *si, size_t *di, size_t recopy_window);
+					size_t nd, size_t *si, size_t *di, size_t recopy_window, size_t *at);
 
 struct mirror_worker;
 /** The match thread of an `mm2` worker (pthread start routine; arg: the worker). Ends at w->halt. */
