@@ -375,8 +375,11 @@ struct mirror_worker *mirror_worker_start(const struct conf *conf, const struct 
 		w->mm2_conf = mirror_source_conf(conf, cm->name, "mm2", false);
 		w->match_src_conf = mirror_source_conf(conf, cm->name, "match", false);
 		w->match_dst_conf = mirror_match_dest_conf(cm);
+		/* the match reads the source as MM2 does: a read_committed MM2 copies no aborted record */
 		if (!w->mm2_topic || !w->mm2_conf || !w->match_src_conf || !w->match_dst_conf ||
-		    set_prop(w->match_src_conf, cm->name, "queued.max.messages.kbytes", "8192", false))
+		    set_prop(w->match_src_conf, cm->name, "queued.max.messages.kbytes", "8192", false) ||
+		    (cm->mm2_isolation_level == CONF_ISOLATION_READ_COMMITTED &&
+		     set_prop(w->match_src_conf, cm->name, "isolation.level", "read_committed", false)))
 			goto fail;
 	}
 	if (!w->name || !w->topic_name || conf_mirror_sync_topics_compile(cm, &w->re, &w->nre) != 0)

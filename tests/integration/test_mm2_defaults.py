@@ -149,3 +149,42 @@ def test_mm2_at_defaults_acks_by_record_match_and_another_writer_stops_it(
         assert rc == 0, err
         assert "stalled: 0: offset-syncs and the record match behind the destination" in out, out
     c.close()
+
+
+def test_read_committed_mm2_an_aborted_transaction_does_not_stop_the_match(
+        make_syncgate, make_mm2, source, dest, topic_name):
+    """An exactly-once (read_committed) MM2 copies no aborted record. Told so
+    (`mm2_isolation_level: read_committed`), the match reads the source
+    read_committed too: the records after an aborted transaction are proved
+    by their copies at once (no gap stop), each ack with its record on the
+    destination, the aborted records never there."""
+    source.create_topic(topic_name, partitions=1)
+    make_mm2(topic_name, props={"offset.lag.max": "100", "source.consumer.isolation.level": "read_committed"})
+    sg = make_syncgate(source, mirrors=[mirror_conf("mm", dest, [topic_name], offsets="mm2",
+                                                    mm2_offset_syncs_topic=SYNCS,
+                                                    mm2_isolation_level="read_committed")],
+                       gate={"transactions": "commit"})
+    source.produce(topic_name, 3)
+    wait_sync(sg, "mm", topic_name, timeout=90)
+    p = Producer({"bootstrap.servers": sg.bootstrap, "transactional.id": f"tx-{topic_name}", "linger.ms": 0})
+    p.init_transactions(30)
+    p.begin_transaction()
+    for i in range(5):
+        p.produce(topic_name, value=f"aborted-{i}".encode(), partition=0)
+    p.flush(30)
+    p.abort_transaction(30)
+    ahead0 = sg.metric('syncgate_mirror_mm2_match_records_total{mirror="mm",kind="ahead"}')
+    c = RawClient("127.0.0.1", sg.port)
+    for i in range(5):
+        r = c.produce(topic_name, 0, [f"after-abort-{i}".encode()], version=9, timeout_ms=15000)
+        (x,) = r.topics[topic_name]
+        assert x.error_code == 0, x
+        values = [m.value for m in dest.consume(topic_name, 0)]
+        assert f"after-abort-{i}".encode() in values, (i, values[-8:])
+    c.close()
+    values = [m.value for m in dest.consume(topic_name, 0)]
+    assert not [v for v in values if v.startswith(b"aborted-")], "MM2 copied an aborted record"
+    assert sg.metric('syncgate_mirror_mm2_match_stops_total{mirror="mm",reason="gap"}') == 0
+    ahead = sg.metric('syncgate_mirror_mm2_match_records_total{mirror="mm",kind="ahead"}') - ahead0
+    print(f"after the aborted transaction: {ahead} offsets proved past the newest offset-sync")
+    assert ahead > 0, "the acks after the abort did not come from the record match"
