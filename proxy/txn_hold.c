@@ -28,7 +28,9 @@
  * A partition this broker does not lead (ListOffsets answers
  * NOT_LEADER_OR_FOLLOWER) is asked of its leader by the gate's source client
  * (mirror_gate_source_hw, also after the markers); what cannot be learnt
- * holds the commit to its deadline (fail closed). At the deadline it is answered
+ * holds the commit to its deadline (fail closed). Then the transaction's
+ * offsets of sync_groups groups, if this sidecar saw them (txn_offsets.c),
+ * are stored on the destinations before the answer. At the deadline it is answered
  * gate.error_codes.txn_commit_timeout (default CONCURRENT_TRANSACTIONS, which
  * clients retry; the commit is decided and the retry is answered from the
  * coordinator's state — and held again). Never answered success before the
@@ -66,6 +68,8 @@ struct proxy_txn {
 	struct mirror_wait_part *wparts;
 	struct mirror_wait *wait;
 	struct mirror_source_hw_req *hw_req;
+	struct proxy_txn_offsets_wait *offsets; /* the group offsets being stored (txn_offsets.c) */
+	bool offsets_asked;            /* the markers are mirrored: the offsets went to the destinations */
 	size_t *asked;                 /* the parts hw_req asks for */
 	struct event *timer;           /* polls and the deadline */
 	int64_t held_ms, deadline_ms;
@@ -158,6 +162,7 @@ static void txn_free(struct proxy_txn *pt)
 	if (pt->wait)
 		mirror_wait_cancel(pt->wait);
 	mirror_source_hw_cancel(pt->hw_req);
+	proxy_txn_offsets_cancel(pt->offsets);
 	free(pt->asked);
 	if (pt->wparts) {
 		mirror_wait_parts_clear(pt->wparts, pt->nparts);
@@ -233,6 +238,8 @@ struct proxy_txn *proxy_txn_read(struct proxy_conn *c, struct evbuffer *in, size
 	}
 	if (!req.committed) {
 		metric_add(m_not_held[0], 1);
+		if (req.transactional_id)
+			proxy_txn_offsets_drop(req.transactional_id);
 		codec_end_txn_request_free(&req);
 		return NULL;
 	}
@@ -282,7 +289,20 @@ static void waiting_str(const struct proxy_txn *pt, char *out, size_t n)
 		snprintf(out + k, n - k, ",+%zu", left);
 }
 
-/* The kept answer becomes READY: as the broker sent it, or with the timeout code. */
+static void answer(struct proxy_txn *pt, bool ok);
+
+static void offsets_stored_cb(void *arg, enum mirror_commit_outcome outcome, const char *detail)
+{
+	struct proxy_txn *pt = arg;
+	pt->offsets = NULL;
+	if (outcome != MIRROR_COMMIT_STORED)
+		LOG_W("txn_commit_offsets_not_stored", "conn=%llu transactional_id=%s outcome=%s detail=\"%s\"",
+		      (unsigned long long)pt->c->id, pt->txn_id, mirror_commit_outcome_str(outcome), detail);
+	answer(pt, outcome == MIRROR_COMMIT_STORED);
+}
+
+/* The kept answer becomes READY: as the broker sent it, or with the timeout code; success only once
+ * the transaction's group offsets (if any) are stored on the destinations too. */
 static void answer(struct proxy_txn *pt, bool ok)
 {
 	struct proxy_conn *c = pt->c;
@@ -292,12 +312,21 @@ static void answer(struct proxy_txn *pt, bool ok)
 		pt->wait = NULL;
 	}
 	event_del(pt->timer);
+	if (ok && !pt->offsets_asked) {
+		pt->offsets_asked = true;
+		int rc = proxy_txn_offsets_store(c->srv, pt->txn_id, pt->deadline_ms, offsets_stored_cb, pt,
+						 &pt->offsets);
+		if (rc > 0)
+			return; /* offsets_stored_cb answers */
+		ok = rc == 0;
+	}
 	uint8_t *body = e->raw + e->hdr_len;
 	size_t blen = e->raw_len - e->hdr_len;
 	char waiting[512];
 	waiting_str(pt, waiting, sizeof(waiting));
 	if (ok) {
 		proxy_txn_forget(pt->txn_id);
+		proxy_txn_offsets_drop(pt->txn_id);
 		LOG_D("txn_commit_released", "conn=%llu transactional_id=%s partitions=%zu held_ms=%lld",
 		      (unsigned long long)c->id, pt->txn_id, pt->nparts, (long long)(mirror_now_ms() - pt->held_ms));
 	} else {

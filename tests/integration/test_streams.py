@@ -35,6 +35,7 @@ from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, KAFKA_STREAMS_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401
 from sghelpers import ctl_json, lifecycle_extra, wait_sync, write_token
 from test_group_commits import committed_on
+from test_txn_commit import txn_mirror  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.kafka
 
@@ -376,3 +377,135 @@ def test_at_least_once_resumes_on_the_destination_without_reprocessing_committed
           f"{len(reprocessed_committed)}, processed after the last commit and again {len(reprocessed)}, "
           f"count excess {sum(excess.values())}, group commits stored "
           f"{stored:.0f}, mean hold {hold * 1000:.1f} ms")
+
+
+def committed_output(cluster, topic: str, partition: int, timeout: float = 30) -> list:
+    """What a read_committed consumer reads of one partition, up to the
+    partition's end (its position reaches the high watermark: the last
+    transaction decided)."""
+    from confluent_kafka import Consumer, TopicPartition
+    end = cluster.high_watermark(topic, partition)
+    c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": f"check-{topic}", "enable.auto.commit": False,
+                  "isolation.level": "read_committed", "fetch.wait.max.ms": 10})
+    out = []
+    try:
+        c.assign([TopicPartition(topic, partition, 0)])
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            m = c.poll(0.2)
+            if m is not None and m.error() is None:
+                out.append(m)
+            pos = c.position([TopicPartition(topic, partition)])[0].offset
+            if pos >= end:
+                return out
+        raise AssertionError(f"read_committed {topic}[{partition}] on {cluster.name}: stuck before {end}")
+    finally:
+        c.close()
+
+
+class Entry:
+    def __init__(self, m):
+        ident, count = m.value().decode().split(",")
+        self.key, self.id, self.count = m.key().decode(), int(ident), int(count)
+
+
+def test_exactly_once_v2_commit_gated_survives_a_mirror_pause_and_a_source_kill(
+        bed, make_cluster, dest, make_syncgate, make_testmirror, txn_mirror, streams_apps, topic_name):
+    """processing.guarantee=exactly_once_v2 through syncgate with
+    `gate.transactions: commit` (the mode for a mirror that copies committed
+    transactions with their markers: here TxnMirror, read_committed, one per
+    transactional partition — output and changelog; the non-transactional
+    input goes through the test mirror and is held as ever). Streams' offsets
+    travel in its transactions (TxnOffsetCommit of the application.id, a
+    sync_groups group): the EndTxn(commit) answer is held until the
+    destination has the COMMIT markers of every gated partition *and* the
+    transaction's offsets are stored for the group there.
+
+    The mirrors of the transactional topics pause for 3 s: Streams'
+    commitTransaction() is held (no error), then completes. Then the input
+    stops, the application commits what it read, the source broker is
+    SIGKILLed (the application with it) and the same application starts on
+    the destination: a read_committed reader of the output there sees every
+    input record's output exactly once (before the kill and after), with
+    the counts 1..n per key in order — the restored state is the committed
+    one, no record counted twice or skipped.
+    """
+    src = make_cluster("eossrc", brokers=1)
+    app_id = f"{topic_name}-app"
+    inp, out, chg = f"{topic_name}-in", f"{topic_name}-out", f"{app_id}-counts-changelog"
+    for c in (src, dest):
+        c.create_topic(inp, partitions=1)
+        c.create_topic(out, partitions=1)
+        c.create_topic(chg, partitions=1, config={"cleanup.policy": "compact"})
+    make_testmirror([inp], source=src, dest=dest)
+    mirrors = [txn_mirror(src, dest, t, "read_committed") for t in (out, chg)]
+    token = write_token(src.bed)
+    sg = make_syncgate(src, mirrors=[mirror_conf("dr", dest, [inp, out, chg], sync_groups=[app_id])],
+                       gate={"transactions": "commit"}, extra=lifecycle_extra(f"__sg-{topic_name}", token))
+    sg.token_file = token
+    for t in (inp, out, chg):
+        wait_sync(sg, "dr", t)
+    app = streams_apps(bed, sg.bootstrap, app_id, inp, out, "exactly_once_v2", 100, "source")
+    app.wait_running(timeout=90)
+    prod = InputProducer(sg.bootstrap, inp)
+    prod.start()
+    wait_until(lambda: len(committed_output(dest, out, 0)) >= 50, timeout=90,
+               what="50 committed outputs on the destination")
+    for m in mirrors:
+        m.send_signal(signal.SIGSTOP)
+    try:
+        wait_until(lambda: sg.metric("syncgate_txn_commits_held") >= 1, timeout=20,
+                   what="a Streams commit held while the mirrors are paused")
+        time.sleep(3.0)
+        held_dest_hw = dest.high_watermark(out, 0)
+    finally:
+        for m in mirrors:
+            m.send_signal(signal.SIGCONT)
+    wait_until(lambda: sg.metric("syncgate_txn_commits_held") == 0, timeout=30, what="the held commit released")
+    time.sleep(1.0)
+    prod.stop(flush=20)
+    n_input = src.high_watermark(inp, 0)
+    assert prod.acked and n_input >= len(prod.acked)
+    # the application read all the input and committed it (its output on the
+    # destination covers every input record), then the disaster
+    wait_until(lambda: len(committed_output(dest, out, 0)) >= n_input, timeout=60,
+               what=f"outputs of all {n_input} input records committed on the destination")
+    wait_until(lambda: sg.metric("syncgate_txn_commits_held") == 0, timeout=30, what="no commit in flight")
+    src.stop_broker(src.broker_ids[0], kill=True)
+    app.kill()
+    assert app.errors == [], app.errors
+    timeouts = sg.metric("syncgate_txn_commit_timeouts_total")
+
+    committed = committed_on(dest, app_id, inp, 1)
+    out_before = [Entry(m) for m in committed_output(dest, out, 0)]
+    app2 = streams_apps(bed, dest.bootstrap, app_id, inp, out, "exactly_once_v2", 100, "dest")
+    app2.wait_running(timeout=90)
+    later = InputProducer(dest.bootstrap, inp, first=prod.next_id + 1000)
+    later.start()
+    time.sleep(1.0)
+    later.stop(flush=20)
+    inputs = dest.consume(inp, 0)
+    wait_until(lambda: len(committed_output(dest, out, 0)) >= len(inputs), timeout=90,
+               what=f"outputs of all {len(inputs)} input records")
+    app2.close()
+    assert app2.errors == [], app2.errors
+    entries = [Entry(m) for m in committed_output(dest, out, 0)]
+
+    n = Counter(e.id for e in entries)
+    dups = sorted(i for i, k in n.items() if k > 1)
+    lost = sorted({int(r.value) for r in inputs} - set(n))
+    print(f"\nstreams exactly_once_v2: input {len(inputs)} ({n_input} through syncgate), committed outputs "
+          f"{len(entries)} ({len(out_before)} before the kill), duplicates {len(dups)}, lost {len(lost)}, "
+          f"group offset on the destination {committed}, commits held "
+          f"{sg.metric('syncgate_txn_commit_hold_seconds_count'):.0f} (timeouts {timeouts:.0f}), mean hold "
+          f"{1000 * sg.metric('syncgate_txn_commit_hold_seconds_sum') / max(1, sg.metric('syncgate_txn_commit_hold_seconds_count')):.1f} ms, "
+          f"destination output HW at the pause {held_dest_hw}")
+    assert committed[0] == n_input, f"the destination group resumes at {committed[0]}, not {n_input}"
+    assert not lost, f"input never in the committed output: {lost[:10]}"
+    assert not dups, f"committed output twice: {dups[:10]}"
+    per_key = defaultdict(list)
+    for e in entries:
+        per_key[e.key].append(e.count)
+    for k, counts in per_key.items():
+        assert counts == list(range(1, len(counts) + 1)), (k, counts[:20])
+    assert sum(len(v) for v in per_key.values()) == len(inputs)
