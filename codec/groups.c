@@ -146,7 +146,10 @@ static void read_txn_partition(struct codec_reader *r, void *elem, void *ctx)
 static void read_txn_topic(struct codec_reader *r, void *elem, void *ctx)
 {
 	struct codec_offset_commit_topic *t = elem;
-	t->name = codec_read_str(r, false);
+	if (*(const int16_t *)ctx >= CODEC_TXN_OFFSET_COMMIT_TOPIC_IDS)
+		codec_read_uuid(r, t->topic_id);
+	else
+		t->name = codec_read_str(r, false);
 	t->partitions = codec_read_array(r, sizeof(*t->partitions), 14, &t->npartitions, read_txn_partition, ctx);
 	codec_read_tags(r, NULL, NULL, NULL);
 }

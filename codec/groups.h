@@ -68,12 +68,13 @@ struct codec_offset_commit_response {
 enum codec_err codec_offset_commit_response_decode(const struct codec_iov *iov, int niov, int16_t version,
 						   struct codec_offset_commit_response *out) CODEC_WUR;
 void codec_offset_commit_response_free(struct codec_offset_commit_response *m);
-#define CODEC_TXN_OFFSET_COMMIT_MAX 5 /* TxnOffsetCommit versions read: v0–v5 (Kafka 4.3's clients) */
+#define CODEC_TXN_OFFSET_COMMIT_MAX 6       /* TxnOffsetCommit versions read: v0–v6 */
+#define CODEC_TXN_OFFSET_COMMIT_TOPIC_IDS 6 /* topics named by TopicId from v6 (KIP-1319) */
 
-/** TxnOffsetCommit request v0–v5 (key 28, spec TxnOffsetCommitRequest): a
+/** TxnOffsetCommit request v0–v6 (key 28, spec TxnOffsetCommitRequest): a
  * transaction's consumer-group offsets, sent to the group coordinator.
- * Topics by name (their `topic_id` zero); CommittedLeaderEpoch from v2.
- * Strings owned. */
+ * Topics by Name (v0–v5, `topic_id` zero) or TopicId (v6+, `name` NULL);
+ * CommittedLeaderEpoch from v2. Strings owned. */
 struct codec_txn_offset_commit_request {
 	char *transactional_id;
 	char *group_id;
@@ -85,7 +86,7 @@ struct codec_txn_offset_commit_request {
 	struct codec_offset_commit_topic *topics;
 	size_t ntopics;
 };
-/** Decode `version` (v0–v5; else CODEC_ERR_UNSUPPORTED). Free with _free, also on error. */
+/** Decode `version` (v0–v6; else CODEC_ERR_UNSUPPORTED). Free with _free, also on error. */
 enum codec_err codec_txn_offset_commit_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						      struct codec_txn_offset_commit_request *out) CODEC_WUR;
 void codec_txn_offset_commit_request_free(struct codec_txn_offset_commit_request *m);

@@ -81,6 +81,10 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 void proxy_txn_note_data(int64_t producer_id, const char *topic, int32_t partition, int64_t last_offset);
 /** The last data offset noted for (producer_id, topic, partition) into *last_offset; false: unknown. */
 bool proxy_txn_last_data(int64_t producer_id, const char *topic, int32_t partition, int64_t *last_offset);
+/** Add (topic, partition) to the list *parts of *n (topic copied) unless there, kept grouped by topic; false on ENOMEM. */
+bool proxy_txn_parts_add(struct codec_txn_partition **parts, size_t *n, const char *topic, int32_t partition);
+/** Free such a list. */
+void proxy_txn_parts_free(struct codec_txn_partition *p, size_t n);
 /** Remember the partitions of a held commit of `txn_id` (copied; the oldest of 256 goes). */
 void proxy_txn_remember(const char *txn_id, const struct codec_txn_partition *parts, size_t n);
 /** Forget them (the commit was answered success, or a new transaction began). */
@@ -97,7 +101,7 @@ void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, cons
 /* txn_offsets.c: a transaction's group offsets, stored on the destinations before its commit is answered */
 struct proxy_txn_offsets_wait;
 /**
- * A TxnOffsetCommit request (v0–v5, `len` body bytes at the head of `in`):
+ * A TxnOffsetCommit request (v0–v6, `len` body bytes at the head of `in`):
  * with gate.transactions commit|both and its group in some mirror's
  * sync_groups, its offsets are kept for the transaction (true); false: not
  * kept (not such a group, data mode, unreadable — counted).

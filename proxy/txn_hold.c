@@ -105,45 +105,6 @@ static void metrics_init(void)
 			  "commits of transactions with no gated partition.", NULL, "reason", why, 2, m_not_held);
 }
 
-static void parts_free(struct codec_txn_partition *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free((char *)p[i].topic);
-	free(p);
-}
-
-static bool parts_has(const struct codec_txn_partition *p, size_t n, const char *topic, int32_t partition)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i].partition == partition && !strcmp(p[i].topic, topic))
-			return true;
-	return false;
-}
-
-/* Add (topic, partition) to pt's list unless there; false on ENOMEM. */
-static bool parts_add(struct proxy_txn *pt, const char *topic, int32_t partition)
-{
-	if (parts_has(pt->parts, pt->nparts, topic, partition))
-		return true;
-	struct codec_txn_partition *v = realloc(pt->parts, (pt->nparts + 1) * sizeof(*v));
-	char *t = v ? strdup(topic) : NULL;
-	if (v)
-		pt->parts = v;
-	if (!t)
-		return false;
-	/* kept grouped by topic for the ListOffsets request */
-	size_t at = pt->nparts;
-	for (size_t i = pt->nparts; i > 0; i--)
-		if (!strcmp(v[i - 1].topic, topic)) {
-			at = i;
-			break;
-		}
-	memmove(v + at + 1, v + at, (pt->nparts - at) * sizeof(*v));
-	v[at] = (struct codec_txn_partition){ t, partition };
-	pt->nparts++;
-	return true;
-}
-
 /* The INTERNAL entries still pointing at pt forget it (their answers are dropped). */
 static void detach_internal(struct proxy_txn *pt)
 {
@@ -170,7 +131,7 @@ static void txn_free(struct proxy_txn *pt)
 	}
 	if (pt->timer)
 		event_free(pt->timer);
-	parts_free(pt->parts, pt->nparts);
+	proxy_txn_parts_free(pt->parts, pt->nparts);
 	free(pt->txn_id);
 	free(pt);
 }
@@ -434,7 +395,8 @@ void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, con
 		for (size_t t = 0; s && t < s->ntopics; t++)
 			for (size_t p = 0; s->topics[t].name && p < s->topics[t].partitions.n; p++)
 				if (mirror_gate_is_gated(c->srv->gate, s->topics[t].name) &&
-				    !parts_add(pt, s->topics[t].name, s->topics[t].partitions.v[p]))
+				    !proxy_txn_parts_add(&pt->parts, &pt->nparts, s->topics[t].name,
+							 s->topics[t].partitions.v[p]))
 					pt->unknown = true;
 		/* Ongoing: the first EndTxn of this transaction (a commit remembered from before is
 		 * complete: the producer began another). Otherwise a retry of a commit decided already
@@ -447,7 +409,7 @@ void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, con
 			proxy_txn_forget(pt->txn_id);
 		} else if (m) {
 			for (size_t i = 0; i < nm; i++)
-				if (!parts_add(pt, m[i].topic, m[i].partition))
+				if (!proxy_txn_parts_add(&pt->parts, &pt->nparts, m[i].topic, m[i].partition))
 					pt->unknown = true;
 		} else if (s && !pt->unknown) {
 			pt->unknown = true;

@@ -3,7 +3,7 @@
  * its commit (gate.transactions: commit | both, a group some mirror lists in
  * `sync_groups`; docs/operating.md "Transactions").
  *
- * A TxnOffsetCommit (v0–v5; the offsets an exactly-once application such as
+ * A TxnOffsetCommit (v0–v6; the offsets an exactly-once application such as
  * Kafka Streams commits inside its transaction) of such a group is read on
  * its way to the group coordinator and its offsets are kept by
  * transactional id and group — the transaction's pending offsets, a later
@@ -17,7 +17,8 @@
  * of another producer id or epoch for the same transactional id (a new
  * transaction this sidecar saw no end of). Only the sidecar of a broker
  * that is both the group's and the transaction's coordinator sees both
- * requests: elsewhere the offsets stay asynchronous (counted). Loop thread.
+ * requests: elsewhere the offsets stay asynchronous (counted); so do those
+ * of a v6 request naming a TopicId this sidecar does not know. Loop thread.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,8 @@ static void metrics_init(void)
 		  "TxnOffsetCommit requests of a sync_groups group kept for their transaction's held "
 		  "EndTxn(commit) (gate.transactions commit or both)." },
 		{ &m_unread, METRIC_COUNTER, "syncgate_txn_offset_commits_unread_total",
-		  "TxnOffsetCommit requests syncgate could not read (a version above v5, malformed): their "
-		  "offsets are not synchronous." },
+		  "TxnOffsetCommit requests syncgate could not read with gate.transactions commit or both (above "
+		  "v6, malformed, a TopicId it does not know): their offsets are not synchronous." },
 	};
 	static const char *outcomes[MIRROR_COMMIT_OUTCOME_COUNT];
 	if (m_kept)
@@ -178,10 +179,22 @@ bool proxy_txn_offsets_read(struct proxy_conn *c, struct evbuffer *in, size_t le
 	}
 	if (t)
 		t->seq = ++kept_seq;
-	for (size_t i = 0; ok && i < req.ntopics; i++)
-		for (size_t p = 0; ok && req.topics[i].name && p < req.topics[i].npartitions; p++)
-			ok = entry_put(t, req.topics[i].name, &req.topics[i].partitions[p]);
-	if (t && !ok) {
+	bool named = true;
+	for (size_t i = 0; ok && i < req.ntopics; i++) {
+		const char *name = req.topics[i].name ? req.topics[i].name
+						      : proxy_topic_ids_name(c->srv->topic_ids, req.topics[i].topic_id);
+		named = named && name;
+		for (size_t p = 0; ok && name && p < req.topics[i].npartitions; p++)
+			ok = entry_put(t, name, &req.topics[i].partitions[p]);
+	}
+	if (t && !named) {
+		metric_add(m_unread, 1);
+		LOG_W("txn_offsets_unread", "conn=%llu transactional_id=%s reason=\"a TxnOffsetCommit names a TopicId "
+		      "this sidecar does not know: the transaction's offsets are not synchronous\"",
+		      (unsigned long long)c->id, req.transactional_id);
+		entry_clear(t);
+		ok = false;
+	} else if (t && !ok) {
 		/* out of memory: forgotten, so the commit's offsets are not held for (logged) */
 		LOG_W("txn_offsets_forgotten", "conn=%llu transactional_id=%s reason=\"out of memory\"",
 		      (unsigned long long)c->id, req.transactional_id);

@@ -501,6 +501,8 @@ def test_exactly_once_v2_commit_gated_survives_a_mirror_pause_and_a_source_kill(
           f"{1000 * sg.metric('syncgate_txn_commit_hold_seconds_sum') / max(1, sg.metric('syncgate_txn_commit_hold_seconds_count')):.1f} ms, "
           f"destination output HW at the pause {held_dest_hw}")
     assert committed[0] == n_input, f"the destination group resumes at {committed[0]}, not {n_input}"
+    assert sg.metric("syncgate_txn_offset_commits_kept_total") >= 1, sg.metrics()
+    assert sg.metric('syncgate_txn_offset_stores_total{outcome="stored"}') >= 1, sg.metrics()
     assert not lost, f"input never in the committed output: {lost[:10]}"
     assert not dups, f"committed output twice: {dups[:10]}"
     per_key = defaultdict(list)
