@@ -295,10 +295,11 @@ static void answer(struct proxy_txn *pt, bool ok)
 		(void)codec_put_i16_at(body, blen, 4, c->srv->conf->code_txn_commit_timeout);
 		metric_add(m_timeouts, 1);
 		LOG_W("txn_commit_timeout", "conn=%llu transactional_id=%s code=%d waiting=%s unknown=%s held_ms=%lld "
-		      "reason=\"the mirrors do not have the transaction's COMMIT markers yet; the commit is decided on "
-		      "the source and the client retries it\"", (unsigned long long)c->id, pt->txn_id,
-		      c->srv->conf->code_txn_commit_timeout, waiting[0] ? waiting : "-", pt->unknown ? "yes" : "no",
-		      (long long)(mirror_now_ms() - pt->held_ms));
+		      "reason=\"the mirrors do not have the transaction's %s yet; the commit is decided on the source "
+		      "and the client retries it\"", (unsigned long long)c->id, pt->txn_id,
+		      c->srv->conf->code_txn_commit_timeout, waiting[0] ? waiting : pt->offsets_asked ? "offsets" : "-",
+		      pt->unknown ? "yes" : "no", (long long)(mirror_now_ms() - pt->held_ms),
+		      pt->offsets_asked ? "group offsets" : "COMMIT markers");
 	}
 	held_end(pt);
 	struct evbuffer *out = evbuffer_new();
@@ -558,6 +559,7 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 	if (pt->nparts == 0 && !pt->unknown) {
 		metric_add(m_not_held[1], 1);
 		proxy_txn_forget(pt->txn_id);
+		proxy_txn_offsets_drop(pt->txn_id); /* nothing gated: its offsets are not held either */
 		return 0;
 	}
 	if (pt->unknown)
