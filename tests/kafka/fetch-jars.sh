@@ -16,6 +16,7 @@
 #      SG_KAFKA_BROKER_ONLY=1   the broker and its tools only, no MirrorMaker 2
 #                               and no Kafka Streams
 #      SG_KAFKA_STREAMS   override the Streams folder
+#      SG_KAFKA_NO_STREAMS=1    skip Kafka Streams (the sandbox does not need it)
 #      SG_KAFKA_LIBS   override the target folder
 #      MAVEN_OPTS / MVN_ARGS   passed to mvn (e.g. a mirror settings file)
 set -euo pipefail
@@ -60,7 +61,7 @@ fi
 
 # Kafka Streams: only what libs/ lacks (same file name = same jar), so the
 # two folders together are one class path without duplicates.
-if [ ${#only[@]} -eq 0 ] && [ ! -f "$streams/.complete" ]; then
+if [ ${#only[@]} -eq 0 ] && [ "${SG_KAFKA_NO_STREAMS:-}" != 1 ] && [ ! -f "$streams/.complete" ]; then
   need_mvn
   echo "fetch-jars: downloading Kafka Streams $version into $streams ..." >&2
   tmp="$streams.tmp.$$"
