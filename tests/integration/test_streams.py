@@ -106,12 +106,36 @@ public class StreamsCounter {
 """
 
 
+FENCE = r"""
+import java.util.*;
+import org.apache.kafka.clients.producer.*;
+
+/* args: bootstrap transactional.id...: initTransactions() for each id, which
+ * aborts a transaction the id left open (the mirror tool's job when the
+ * destination becomes the primary), then closes. Prints "FENCED". */
+public class Fence {
+    public static void main(String[] a) {
+        for (int i = 1; i < a.length; i++) {
+            Properties p = new Properties();
+            p.put("bootstrap.servers", a[0]);
+            p.put("transactional.id", a[i]);
+            p.put("key.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+            p.put("value.serializer", "org.apache.kafka.common.serialization.ByteArraySerializer");
+            try (KafkaProducer<byte[], byte[]> pr = new KafkaProducer<>(p)) { pr.initTransactions(); }
+        }
+        System.out.println("FENCED");
+    }
+}
+"""
+
+
 def app_classes(bed) -> str:
     out = os.path.join(bed.run_dir, "streams")
     if not os.path.exists(os.path.join(out, "StreamsCounter.class")):
         assert os.path.isfile(os.path.join(KAFKA_STREAMS_LIBS, ".complete")), \
             "no Kafka Streams jars: run tests/kafka/fetch-jars.sh"
         os.makedirs(out, exist_ok=True)
+        compile_java(out, "Fence.java", FENCE)
         compile_java(out, "StreamsCounter.java", STREAMS_APP, classpath=(os.path.join(KAFKA_STREAMS_LIBS, "*"),))
     return out
 
@@ -409,6 +433,28 @@ class Entry:
         self.key, self.id, self.count = m.key().decode(), int(ident), int(count)
 
 
+def eos_setup(src, dst, make_syncgate, make_testmirror, txn_mirror, topic):
+    """One partition each: the input (test mirror), the output and the
+    changelog (TxnMirror, read_committed: their transactions with the
+    markers at the source's offsets); a sidecar in commit mode gating the
+    three, sync_groups = the application.id."""
+    app_id = f"{topic}-app"
+    inp, out, chg = f"{topic}-in", f"{topic}-out", f"{app_id}-counts-changelog"
+    for c in (src, dst):
+        c.create_topic(inp, partitions=1)
+        c.create_topic(out, partitions=1)
+        c.create_topic(chg, partitions=1, config={"cleanup.policy": "compact"})
+    make_testmirror([inp], source=src, dest=dst)
+    mirrors = [txn_mirror(src, dst, t, "read_committed") for t in (out, chg)]
+    token = write_token(src.bed)
+    sg = make_syncgate(src, mirrors=[mirror_conf("dr", dst, [inp, out, chg], sync_groups=[app_id])],
+                       gate={"transactions": "commit"}, extra=lifecycle_extra(f"__sg-{topic}", token))
+    sg.token_file = token
+    for t in (inp, out, chg):
+        wait_sync(sg, "dr", t)
+    return sg, mirrors, app_id, inp, out, chg
+
+
 def test_exactly_once_v2_commit_gated_survives_a_mirror_pause_and_a_source_kill(
         bed, make_cluster, dest, make_syncgate, make_testmirror, txn_mirror, streams_apps, topic_name):
     """processing.guarantee=exactly_once_v2 through syncgate with
@@ -431,20 +477,7 @@ def test_exactly_once_v2_commit_gated_survives_a_mirror_pause_and_a_source_kill(
     one, no record counted twice or skipped.
     """
     src = make_cluster("eossrc", brokers=1)
-    app_id = f"{topic_name}-app"
-    inp, out, chg = f"{topic_name}-in", f"{topic_name}-out", f"{app_id}-counts-changelog"
-    for c in (src, dest):
-        c.create_topic(inp, partitions=1)
-        c.create_topic(out, partitions=1)
-        c.create_topic(chg, partitions=1, config={"cleanup.policy": "compact"})
-    make_testmirror([inp], source=src, dest=dest)
-    mirrors = [txn_mirror(src, dest, t, "read_committed") for t in (out, chg)]
-    token = write_token(src.bed)
-    sg = make_syncgate(src, mirrors=[mirror_conf("dr", dest, [inp, out, chg], sync_groups=[app_id])],
-                       gate={"transactions": "commit"}, extra=lifecycle_extra(f"__sg-{topic_name}", token))
-    sg.token_file = token
-    for t in (inp, out, chg):
-        wait_sync(sg, "dr", t)
+    sg, mirrors, app_id, inp, out, chg = eos_setup(src, dest, make_syncgate, make_testmirror, txn_mirror, topic_name)
     app = streams_apps(bed, sg.bootstrap, app_id, inp, out, "exactly_once_v2", 100, "source")
     app.wait_running(timeout=90)
     prod = InputProducer(sg.bootstrap, inp)
@@ -511,3 +544,103 @@ def test_exactly_once_v2_commit_gated_survives_a_mirror_pause_and_a_source_kill(
     for k, counts in per_key.items():
         assert counts == list(range(1, len(counts) + 1)), (k, counts[:20])
     assert sum(len(v) for v in per_key.values()) == len(inputs)
+
+
+def test_exactly_once_v2_source_killed_mid_stream_duplicates_only_the_unacknowledged_transaction(
+        bed, make_cluster, dest, make_syncgate, make_testmirror, txn_mirror, streams_apps, topic_name):
+    """exactly_once_v2 as above, but the source broker is SIGKILLed while the
+    application processes input (commits in flight). The mirror tool's
+    failover: the mirrors stop and their open destination transactions are
+    aborted (initTransactions with their transactional ids). What holds:
+
+    * every input record below the destination group's offset C (the last
+      commit whose offsets reached the destination — at least the last one
+      acknowledged) has its output exactly once, and the destination
+      application does not process it again; every record from C on is
+      processed by the destination application exactly once; no input record
+      is without output;
+    * the only outputs twice are those of the one transaction in flight at
+      the kill, if its output marker reached the destination before its
+      offsets (docs/operating.md, Transactions: "A commit in flight at the
+      disaster"): input records C, C+1, … — a contiguous run from C, one
+      transaction;
+    * the counts: before the kill 1..n per key in order (committed state
+      only); the destination application's final count per key is exactly
+      the mirrored changelog's (R) plus the key's records from C on, and R
+      is the committed records' count, or that plus the in-flight
+      transaction's if its changelog marker got there.
+    """
+    src = make_cluster("eosmid", brokers=1)
+    sg, mirrors, app_id, inp, out, chg = eos_setup(src, dest, make_syncgate, make_testmirror, txn_mirror,
+                                                  topic_name)
+    app = streams_apps(bed, sg.bootstrap, app_id, inp, out, "exactly_once_v2", 100, "source")
+    app.wait_running(timeout=90)
+    prod = InputProducer(sg.bootstrap, inp, gap=0.005)
+    prod.start()
+    wait_until(lambda: len(committed_output(dest, out, 0)) >= 300, timeout=90,
+               what="300 committed outputs on the destination")
+    src.stop_broker(src.broker_ids[0], kill=True)
+    app.kill()
+    prod.stop()
+    assert app.errors == [], app.errors
+    for m in mirrors:  # the mirror tool's failover: stop copying, abort what it left open
+        m.kill()
+        m.wait()
+    fence = subprocess.run(["java", "-Xmx128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                            "-Dlog4j2.level=WARN", "-cp", app_classes(bed) + os.pathsep + os.path.join(KAFKA_LIBS, "*"),
+                            "Fence", dest.bootstrap, f"txnmirror-{out}-0", f"txnmirror-{chg}-0"],
+                           capture_output=True, text=True, timeout=120)
+    assert "FENCED" in fence.stdout, fence.stdout + fence.stderr
+
+    committed = committed_on(dest, app_id, inp, 1)[0]
+    assert committed > 0, committed
+    restored = {}
+    for m in committed_output(dest, chg, 0):
+        restored[m.key().decode()] = int.from_bytes(m.value(), "big", signed=True)
+    before = [Entry(m) for m in committed_output(dest, out, 0)]
+    app2 = streams_apps(bed, dest.bootstrap, app_id, inp, out, "exactly_once_v2", 100, "dest")
+    app2.wait_running(timeout=90)
+    later = InputProducer(dest.bootstrap, inp, first=prod.next_id + 1000)
+    later.start()
+    time.sleep(1.0)
+    later.stop(flush=20)
+    inputs = dest.consume(inp, 0)
+    offset_of = {int(r.value): r.offset for r in inputs}
+    want = len(before) + (len(inputs) - committed)
+    wait_until(lambda: len(committed_output(dest, out, 0)) >= want, timeout=90,
+               what=f"{want} committed outputs (before the kill and from the destination application)")
+    app2.close()
+    assert app2.errors == [], app2.errors
+    entries = [Entry(m) for m in committed_output(dest, out, 0)]
+    after = entries[len(before):]
+
+    lost = sorted(set(offset_of) - {e.id for e in entries})
+    assert not lost, f"input never in the committed output: {lost[:10]}"
+    n_before = Counter(e.id for e in before)
+    assert max(n_before.values()) == 1, "an output twice before the kill"
+    assert all(n_before[i] == 1 for i, o in offset_of.items() if o < committed), \
+        "committed input without its output from before the kill"
+    assert sorted(e.id for e in after) == sorted(i for i, o in offset_of.items() if o >= committed), \
+        "the destination application did not process each record from the committed offset exactly once"
+    again = sorted(offset_of[i] for i in n_before if offset_of[i] >= committed)
+    assert again == list(range(committed, committed + len(again))), \
+        f"outputs twice beyond one transaction from {committed}: {again[:20]}"
+    per_key = defaultdict(list)
+    for e in before:
+        per_key[e.key].append(e.count)
+    for k, counts in per_key.items():
+        assert counts == list(range(1, len(counts) + 1)), (k, counts[:20])
+    committed_count = Counter(f"k{i % KEYS}" for i, o in offset_of.items() if o < committed)
+    after_count = Counter(f"k{i % KEYS}" for i, o in offset_of.items() if o >= committed)
+    final = dict(restored)
+    for e in after:
+        final[e.key] = max(final.get(e.key, 0), e.count)
+    for k in set(committed_count) | set(after_count):
+        assert final[k] == restored.get(k, 0) + after_count[k], (k, final[k], restored.get(k), after_count[k])
+        assert committed_count[k] <= restored.get(k, 0) <= committed_count[k] + after_count[k], \
+            (k, restored.get(k), committed_count[k], after_count[k])
+    extra = sum(restored.get(k, 0) - committed_count[k] for k in committed_count | after_count)
+    print(f"\nstreams exactly_once_v2, killed mid-stream: input {len(inputs)}, committed offset {committed}, "
+          f"outputs before the kill {len(before)}, outputs twice {len(again)}, counts restored beyond the "
+          f"commit {extra}, commits held {sg.metric('syncgate_txn_commit_hold_seconds_count'):.0f} "
+          f"(timeouts {sg.metric('syncgate_txn_commit_timeouts_total'):.0f})")
