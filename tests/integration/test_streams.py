@@ -50,7 +50,7 @@ import org.apache.kafka.streams.processor.api.Record;
 import org.apache.kafka.streams.state.*;
 
 /* args: bootstrap application.id input output state.dir processing.guarantee
- * commit.interval.ms. Counts records per key (store "counts", logged to its
+ * commit.interval.ms [group.protocol]. Counts records per key (store "counts", logged to its
  * changelog) and writes "<value>,<count>" to output for each input record.
  * Prints "STATE <state>" on every state change; "quit" on stdin closes it
  * ("CLOSED"). */
@@ -71,6 +71,7 @@ public class StreamsCounter {
         p.put(StreamsConfig.consumerPrefix("session.timeout.ms"), 10000);
         p.put(StreamsConfig.consumerPrefix("heartbeat.interval.ms"), 1000);
         p.put(StreamsConfig.producerPrefix("linger.ms"), 5);
+        if (a.length > 7) p.put("group.protocol", a[7]);
         StreamsBuilder b = new StreamsBuilder();
         b.addStateStore(Stores.keyValueStoreBuilder(Stores.inMemoryKeyValueStore("counts"),
                                                     Serdes.String(), Serdes.Long()));
@@ -144,7 +145,7 @@ class StreamsApp:
     """One StreamsCounter JVM; its log next to the classes."""
 
     def __init__(self, bed, bootstrap: str, app_id: str, inp: str, out: str, guarantee: str,
-                 commit_ms: int, tag: str):
+                 commit_ms: int, tag: str, protocol: str = "classic"):
         cp = app_classes(bed)
         self.state_dir = os.path.join(bed.run_dir, f"streams-state-{app_id}-{tag}")
         self.log = open(os.path.join(bed.run_dir, "logs", f"streams-{app_id}-{tag}.log"), "w")
@@ -152,7 +153,7 @@ class StreamsApp:
             ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
              f"-Dsyncgate.testbed={bed.run_dir}",
              "-cp", os.pathsep.join([cp, os.path.join(KAFKA_LIBS, "*"), os.path.join(KAFKA_STREAMS_LIBS, "*")]),
-             "StreamsCounter", bootstrap, app_id, inp, out, self.state_dir, guarantee, str(commit_ms)],
+             "StreamsCounter", bootstrap, app_id, inp, out, self.state_dir, guarantee, str(commit_ms), protocol],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.states: list[str] = []
         self.errors: list[str] = []
@@ -276,14 +277,18 @@ def streams_setup(src, dst, make_syncgate, make_testmirror, topic, app_id, gate=
     return sg, mirror, inp, out, chg
 
 
+@pytest.mark.parametrize("protocol", ["classic", "streams"])
 def test_at_least_once_resumes_on_the_destination_without_reprocessing_committed_input(
-        bed, make_cluster, dest, make_syncgate, make_testmirror, streams_apps, topic_name):
+        bed, make_cluster, dest, make_syncgate, make_testmirror, streams_apps, topic_name, protocol):
     """processing.guarantee=at_least_once, commit.interval.ms=100, through
     syncgate with the application.id in sync_groups; input written through
     syncgate while the application runs; the source broker SIGKILLed
     mid-stream (the application with it); disaster runbook: verify
     --destination-only, nothing to move for a synchronous group; the same
-    application started on the destination (fresh state directory).
+    application started on the destination (fresh state directory). Both
+    group protocols: classic (JoinGroup/SyncGroup, the default) and KIP-1071
+    `streams` (StreamsGroupHeartbeat); Streams commits with OffsetCommit
+    either way.
 
     Let C be the group's committed offsets on the destination after the kill
     — at least the last commit Streams saw acknowledged, since syncgate
@@ -311,7 +316,7 @@ def test_at_least_once_resumes_on_the_destination_without_reprocessing_committed
     src = make_cluster("stsrc", brokers=1)
     app_id = f"{topic_name}-app"
     sg, _, inp, out, chg = streams_setup(src, dest, make_syncgate, make_testmirror, topic_name, app_id)
-    app = streams_apps(bed, sg.bootstrap, app_id, inp, out, "at_least_once", 100, "source")
+    app = streams_apps(bed, sg.bootstrap, app_id, inp, out, "at_least_once", 100, "source", protocol)
     app.wait_running(timeout=90)
     prod = InputProducer(sg.bootstrap, inp)
     prod.start()
@@ -344,7 +349,7 @@ def test_at_least_once_resumes_on_the_destination_without_reprocessing_committed
 
     # the same application on the destination, from a fresh state directory;
     # more input arrives there meanwhile (producers moved too)
-    app2 = streams_apps(bed, dest.bootstrap, app_id, inp, out, "at_least_once", 100, "dest")
+    app2 = streams_apps(bed, dest.bootstrap, app_id, inp, out, "at_least_once", 100, "dest", protocol)
     app2.wait_running(timeout=90)
     later = InputProducer(dest.bootstrap, inp, first=prod.next_id + 1000)
     later.start()
@@ -396,7 +401,9 @@ def test_at_least_once_resumes_on_the_destination_without_reprocessing_committed
     assert stored >= 1, "no synchronous group commit stored"
     hold = sg.metric("syncgate_group_commit_hold_seconds_sum") / max(
         1, sg.metric("syncgate_group_commit_hold_seconds_count"))
-    print(f"\nstreams at_least_once: input {sum(len(v) for v in inputs.values())}, acked before the kill "
+    if protocol == "streams":
+        assert "api=StreamsGroupHeartbeat" in sg.log(), "the application did not use the streams protocol"
+    print(f"\nstreams at_least_once ({protocol}): input {sum(len(v) for v in inputs.values())}, acked before the kill "
           f"{len(acked)}, committed below C {len(committed_ids)}, committed reprocessed "
           f"{len(reprocessed_committed)}, processed after the last commit and again {len(reprocessed)}, "
           f"count excess {sum(excess.values())}, group commits stored "
