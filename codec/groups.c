@@ -129,6 +129,63 @@ void codec_offset_commit_response_free(struct codec_offset_commit_response *m)
 	memset(m, 0, sizeof(*m));
 }
 
+#define TOC_LEADER_EPOCH 2  /* TxnOffsetCommit: CommittedLeaderEpoch from v2 */
+#define TOC_MEMBER 3        /* GenerationId, MemberId, GroupInstanceId from v3 */
+
+static void read_txn_partition(struct codec_reader *r, void *elem, void *ctx)
+{
+	struct codec_offset_commit_partition *p = elem;
+	int16_t version = *(const int16_t *)ctx;
+	p->index = codec_read_i32(r);
+	p->offset = codec_read_i64(r);
+	p->leader_epoch = version >= TOC_LEADER_EPOCH ? codec_read_i32(r) : -1;
+	p->metadata = codec_read_str(r, true);
+	codec_read_tags(r, NULL, NULL, NULL);
+}
+
+static void read_txn_topic(struct codec_reader *r, void *elem, void *ctx)
+{
+	struct codec_offset_commit_topic *t = elem;
+	if (*(const int16_t *)ctx >= CODEC_TXN_OFFSET_COMMIT_TOPIC_IDS)
+		codec_read_uuid(r, t->topic_id);
+	else
+		t->name = codec_read_str(r, false);
+	t->partitions = codec_read_array(r, sizeof(*t->partitions), 14, &t->npartitions, read_txn_partition, ctx);
+	codec_read_tags(r, NULL, NULL, NULL);
+}
+
+enum codec_err codec_txn_offset_commit_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+						      struct codec_txn_offset_commit_request *out)
+{
+	struct codec_reader r;
+	if (!codec_decode_start(&r, iov, niov, CODEC_API_TXN_OFFSET_COMMIT, version, 0, CODEC_TXN_OFFSET_COMMIT_MAX,
+				out, sizeof(*out)))
+		return CODEC_ERR_UNSUPPORTED;
+	out->generation = -1;
+	out->transactional_id = codec_read_str(&r, false);
+	out->group_id = codec_read_str(&r, false);
+	out->producer_id = codec_read_i64(&r);
+	out->producer_epoch = codec_read_i16(&r);
+	if (version >= TOC_MEMBER) {
+		out->generation = codec_read_i32(&r);
+		out->member_id = codec_read_str(&r, false);
+		out->group_instance_id = codec_read_str(&r, true);
+	}
+	out->topics = codec_read_array(&r, sizeof(*out->topics), 2, &out->ntopics, read_txn_topic, &version);
+	codec_read_tags(&r, NULL, NULL, NULL);
+	return codec_reader_finish(&r);
+}
+
+void codec_txn_offset_commit_request_free(struct codec_txn_offset_commit_request *m)
+{
+	free(m->transactional_id);
+	free(m->group_id);
+	free(m->member_id);
+	free(m->group_instance_id);
+	codec_array_free(m->topics, m->ntopics, sizeof(*m->topics), topic_req_free);
+	memset(m, 0, sizeof(*m));
+}
+
 int codec_put_i16_at(uint8_t *body, size_t len, size_t at, int16_t v)
 {
 	if (!body || at > len || len - at < 2)

@@ -1,7 +1,9 @@
 /*
  * codec/groups.h — consumer-group messages syncgate reads: OffsetCommit
  * (key 8), whose answer a synchronous group commit holds until the mirrors'
- * destinations store the same commit (proxy/commit_hold.c). Pure.
+ * destinations store the same commit (proxy/commit_hold.c), and
+ * TxnOffsetCommit (key 28), whose offsets a held EndTxn(commit) stores there
+ * (proxy/txn_offsets.c). Pure.
  */
 #ifndef SYNCGATE_CODEC_GROUPS_H
 #define SYNCGATE_CODEC_GROUPS_H
@@ -66,6 +68,29 @@ struct codec_offset_commit_response {
 enum codec_err codec_offset_commit_response_decode(const struct codec_iov *iov, int niov, int16_t version,
 						   struct codec_offset_commit_response *out) CODEC_WUR;
 void codec_offset_commit_response_free(struct codec_offset_commit_response *m);
+#define CODEC_TXN_OFFSET_COMMIT_MAX 6       /* TxnOffsetCommit versions read: v0–v6 */
+#define CODEC_TXN_OFFSET_COMMIT_TOPIC_IDS 6 /* topics named by TopicId from v6 (KIP-1319) */
+
+/** TxnOffsetCommit request v0–v6 (key 28, spec TxnOffsetCommitRequest): a
+ * transaction's consumer-group offsets, sent to the group coordinator.
+ * Topics by Name (v0–v5, `topic_id` zero) or TopicId (v6+, `name` NULL);
+ * CommittedLeaderEpoch from v2. Strings owned. */
+struct codec_txn_offset_commit_request {
+	char *transactional_id;
+	char *group_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	int32_t generation;      /* v3+, -1 before */
+	char *member_id;         /* v3+, NULL before */
+	char *group_instance_id; /* v3+, NULL when null */
+	struct codec_offset_commit_topic *topics;
+	size_t ntopics;
+};
+/** Decode `version` (v0–v6; else CODEC_ERR_UNSUPPORTED). Free with _free, also on error. */
+enum codec_err codec_txn_offset_commit_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+						      struct codec_txn_offset_commit_request *out) CODEC_WUR;
+void codec_txn_offset_commit_request_free(struct codec_txn_offset_commit_request *m);
+
 /** Write big-endian `v` at byte offset `at` of the contiguous body `body` (`len` bytes); -1 out of range. */
 int codec_put_i16_at(uint8_t *body, size_t len, size_t at, int16_t v);
 

@@ -9,7 +9,9 @@
  * stored in time (or refused): those partitions' ErrorCode becomes
  * COORDINATOR_LOAD_IN_PROGRESS, written in place (retriable: every client
  * commits again; the source's commit stands, ahead of the destination's).
- * TxnOffsetCommit and commits of other groups pass, counted as not gated.
+ * Commits of other groups pass, counted as not gated; so do TxnOffsetCommit
+ * requests, whose offsets txn_offsets.c keeps for the held EndTxn(commit)
+ * (gate.transactions commit|both) — counted as not gated when not kept.
  * Loop thread.
  */
 #include <stdlib.h>
@@ -42,7 +44,8 @@ static void metrics_init(void)
 	METRIC_DEFS_GET(defs);
 	metric_family_get(METRIC_COUNTER, "syncgate_group_commits_not_gated_total",
 			  "Offset commits seen that no mirror holds: OffsetCommit of a group no mirror lists in "
-			  "sync_groups, and every TxnOffsetCommit (a transaction's offsets are not synchronous).",
+			  "sync_groups, and TxnOffsetCommit not kept for its transaction's held commit (gate.transactions: data, "
+			  "another group, unreadable).",
 			  NULL, "api", apis, 2, m_not_gated);
 }
 
@@ -82,7 +85,8 @@ struct proxy_commit *proxy_commit_read(struct proxy_conn *c, struct evbuffer *in
 {
 	metrics_init();
 	if (h->api_key == CODEC_API_TXN_OFFSET_COMMIT) {
-		metric_add(m_not_gated[1], 1);
+		if (!proxy_txn_offsets_read(c, in, len, h))
+			metric_add(m_not_gated[1], 1);
 		return NULL;
 	}
 	if (h->api_key != CODEC_API_OFFSET_COMMIT || c->srv->switched || c->srv->conf->nmirrors == 0)

@@ -81,6 +81,10 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 void proxy_txn_note_data(int64_t producer_id, const char *topic, int32_t partition, int64_t last_offset);
 /** The last data offset noted for (producer_id, topic, partition) into *last_offset; false: unknown. */
 bool proxy_txn_last_data(int64_t producer_id, const char *topic, int32_t partition, int64_t *last_offset);
+/** Add (topic, partition) to the list *parts of *n (topic copied) unless there, kept grouped by topic; false on ENOMEM. */
+bool proxy_txn_parts_add(struct codec_txn_partition **parts, size_t *n, const char *topic, int32_t partition);
+/** Free such a list. */
+void proxy_txn_parts_free(struct codec_txn_partition *p, size_t n);
 /** Remember the partitions of a held commit of `txn_id` (copied; the oldest of 256 goes). */
 void proxy_txn_remember(const char *txn_id, const struct codec_txn_partition *parts, size_t n);
 /** Forget them (the commit was answered success, or a new transaction began). */
@@ -93,6 +97,30 @@ bool proxy_txn_mm2_only(struct proxy_server *srv, const char *topic);
 void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
 /** The answer of syncgate's own ListOffsets of a held commit's partitions (INTERNAL entry `ie`). */
 void proxy_txn_offsets_answer(struct proxy_conn *c, struct proxy_entry *ie, const struct codec_iov *iov, int niov);
+
+/* txn_offsets.c: a transaction's group offsets, stored on the destinations before its commit is answered */
+struct proxy_txn_offsets_wait;
+/**
+ * A TxnOffsetCommit request (v0–v6, `len` body bytes at the head of `in`):
+ * with gate.transactions commit|both and its group in some mirror's
+ * sync_groups, its offsets are kept for the transaction (true); false: not
+ * kept (not such a group, data mode, unreadable — counted).
+ */
+bool proxy_txn_offsets_read(struct proxy_conn *c, struct evbuffer *in, size_t len,
+			    const struct codec_request_header *h);
+/**
+ * Write the offsets kept for `txn_id` to every gating mirror's destination
+ * group (mirror_gate_commit, by `deadline_ms`): 0 none to wait for; 1 held,
+ * `cb(arg, worst outcome, detail)` follows once (never from inside this
+ * call) and *out is the handle for _cancel; -1 out of memory. The offsets
+ * stay kept (for a retry) until proxy_txn_offsets_drop.
+ */
+int proxy_txn_offsets_store(struct proxy_server *srv, const char *txn_id, int64_t deadline_ms, mirror_commit_cb cb,
+			    void *arg, struct proxy_txn_offsets_wait **out);
+/** Forget a store in flight: its `cb` is not called (NULL is fine). */
+void proxy_txn_offsets_cancel(struct proxy_txn_offsets_wait *w);
+/** Forget the offsets kept for `txn_id` (its commit was answered success, or it aborted). */
+void proxy_txn_offsets_drop(const char *txn_id);
 
 /* fence.c: the failover fence */
 /**

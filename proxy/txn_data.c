@@ -83,6 +83,37 @@ bool proxy_txn_mm2_only(struct proxy_server *srv, const char *topic)
 	return mm2 > 0 && other == 0;
 }
 
+void proxy_txn_parts_free(struct codec_txn_partition *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)p[i].topic);
+	free(p);
+}
+
+bool proxy_txn_parts_add(struct codec_txn_partition **parts, size_t *n, const char *topic, int32_t partition)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*parts)[i].partition == partition && !strcmp((*parts)[i].topic, topic))
+			return true;
+	struct codec_txn_partition *v = realloc(*parts, (*n + 1) * sizeof(*v));
+	char *t = v ? strdup(topic) : NULL;
+	if (v)
+		*parts = v;
+	if (!t)
+		return false;
+	/* kept grouped by topic for the ListOffsets request */
+	size_t at = *n;
+	for (size_t i = *n; i > 0; i--)
+		if (!strcmp(v[i - 1].topic, topic)) {
+			at = i;
+			break;
+		}
+	memmove(v + at + 1, v + at, (*n - at) * sizeof(*v));
+	v[at] = (struct codec_txn_partition){ t, partition };
+	(*n)++;
+	return true;
+}
+
 #define TXN_REMEMBER 256 /* transactional ids of commits held and not yet answered success */
 
 struct txn_memory {

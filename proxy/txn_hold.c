@@ -28,7 +28,9 @@
  * A partition this broker does not lead (ListOffsets answers
  * NOT_LEADER_OR_FOLLOWER) is asked of its leader by the gate's source client
  * (mirror_gate_source_hw, also after the markers); what cannot be learnt
- * holds the commit to its deadline (fail closed). At the deadline it is answered
+ * holds the commit to its deadline (fail closed). Then the transaction's
+ * offsets of sync_groups groups, if this sidecar saw them (txn_offsets.c),
+ * are stored on the destinations before the answer. At the deadline it is answered
  * gate.error_codes.txn_commit_timeout (default CONCURRENT_TRANSACTIONS, which
  * clients retry; the commit is decided and the retry is answered from the
  * coordinator's state — and held again). Never answered success before the
@@ -66,6 +68,8 @@ struct proxy_txn {
 	struct mirror_wait_part *wparts;
 	struct mirror_wait *wait;
 	struct mirror_source_hw_req *hw_req;
+	struct proxy_txn_offsets_wait *offsets; /* the group offsets being stored (txn_offsets.c) */
+	bool offsets_asked;            /* the markers are mirrored: the offsets went to the destinations */
 	size_t *asked;                 /* the parts hw_req asks for */
 	struct event *timer;           /* polls and the deadline */
 	int64_t held_ms, deadline_ms;
@@ -101,45 +105,6 @@ static void metrics_init(void)
 			  "commits of transactions with no gated partition.", NULL, "reason", why, 2, m_not_held);
 }
 
-static void parts_free(struct codec_txn_partition *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free((char *)p[i].topic);
-	free(p);
-}
-
-static bool parts_has(const struct codec_txn_partition *p, size_t n, const char *topic, int32_t partition)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i].partition == partition && !strcmp(p[i].topic, topic))
-			return true;
-	return false;
-}
-
-/* Add (topic, partition) to pt's list unless there; false on ENOMEM. */
-static bool parts_add(struct proxy_txn *pt, const char *topic, int32_t partition)
-{
-	if (parts_has(pt->parts, pt->nparts, topic, partition))
-		return true;
-	struct codec_txn_partition *v = realloc(pt->parts, (pt->nparts + 1) * sizeof(*v));
-	char *t = v ? strdup(topic) : NULL;
-	if (v)
-		pt->parts = v;
-	if (!t)
-		return false;
-	/* kept grouped by topic for the ListOffsets request */
-	size_t at = pt->nparts;
-	for (size_t i = pt->nparts; i > 0; i--)
-		if (!strcmp(v[i - 1].topic, topic)) {
-			at = i;
-			break;
-		}
-	memmove(v + at + 1, v + at, (pt->nparts - at) * sizeof(*v));
-	v[at] = (struct codec_txn_partition){ t, partition };
-	pt->nparts++;
-	return true;
-}
-
 /* The INTERNAL entries still pointing at pt forget it (their answers are dropped). */
 static void detach_internal(struct proxy_txn *pt)
 {
@@ -158,6 +123,7 @@ static void txn_free(struct proxy_txn *pt)
 	if (pt->wait)
 		mirror_wait_cancel(pt->wait);
 	mirror_source_hw_cancel(pt->hw_req);
+	proxy_txn_offsets_cancel(pt->offsets);
 	free(pt->asked);
 	if (pt->wparts) {
 		mirror_wait_parts_clear(pt->wparts, pt->nparts);
@@ -165,7 +131,7 @@ static void txn_free(struct proxy_txn *pt)
 	}
 	if (pt->timer)
 		event_free(pt->timer);
-	parts_free(pt->parts, pt->nparts);
+	proxy_txn_parts_free(pt->parts, pt->nparts);
 	free(pt->txn_id);
 	free(pt);
 }
@@ -233,6 +199,8 @@ struct proxy_txn *proxy_txn_read(struct proxy_conn *c, struct evbuffer *in, size
 	}
 	if (!req.committed) {
 		metric_add(m_not_held[0], 1);
+		if (req.transactional_id)
+			proxy_txn_offsets_drop(req.transactional_id);
 		codec_end_txn_request_free(&req);
 		return NULL;
 	}
@@ -282,7 +250,20 @@ static void waiting_str(const struct proxy_txn *pt, char *out, size_t n)
 		snprintf(out + k, n - k, ",+%zu", left);
 }
 
-/* The kept answer becomes READY: as the broker sent it, or with the timeout code. */
+static void answer(struct proxy_txn *pt, bool ok);
+
+static void offsets_stored_cb(void *arg, enum mirror_commit_outcome outcome, const char *detail)
+{
+	struct proxy_txn *pt = arg;
+	pt->offsets = NULL;
+	if (outcome != MIRROR_COMMIT_STORED)
+		LOG_W("txn_commit_offsets_not_stored", "conn=%llu transactional_id=%s outcome=%s detail=\"%s\"",
+		      (unsigned long long)pt->c->id, pt->txn_id, mirror_commit_outcome_str(outcome), detail);
+	answer(pt, outcome == MIRROR_COMMIT_STORED);
+}
+
+/* The kept answer becomes READY: as the broker sent it, or with the timeout code; success only once
+ * the transaction's group offsets (if any) are stored on the destinations too. */
 static void answer(struct proxy_txn *pt, bool ok)
 {
 	struct proxy_conn *c = pt->c;
@@ -292,12 +273,21 @@ static void answer(struct proxy_txn *pt, bool ok)
 		pt->wait = NULL;
 	}
 	event_del(pt->timer);
+	if (ok && !pt->offsets_asked) {
+		pt->offsets_asked = true;
+		int rc = proxy_txn_offsets_store(c->srv, pt->txn_id, pt->deadline_ms, offsets_stored_cb, pt,
+						 &pt->offsets);
+		if (rc > 0)
+			return; /* offsets_stored_cb answers */
+		ok = rc == 0;
+	}
 	uint8_t *body = e->raw + e->hdr_len;
 	size_t blen = e->raw_len - e->hdr_len;
 	char waiting[512];
 	waiting_str(pt, waiting, sizeof(waiting));
 	if (ok) {
 		proxy_txn_forget(pt->txn_id);
+		proxy_txn_offsets_drop(pt->txn_id);
 		LOG_D("txn_commit_released", "conn=%llu transactional_id=%s partitions=%zu held_ms=%lld",
 		      (unsigned long long)c->id, pt->txn_id, pt->nparts, (long long)(mirror_now_ms() - pt->held_ms));
 	} else {
@@ -305,10 +295,11 @@ static void answer(struct proxy_txn *pt, bool ok)
 		(void)codec_put_i16_at(body, blen, 4, c->srv->conf->code_txn_commit_timeout);
 		metric_add(m_timeouts, 1);
 		LOG_W("txn_commit_timeout", "conn=%llu transactional_id=%s code=%d waiting=%s unknown=%s held_ms=%lld "
-		      "reason=\"the mirrors do not have the transaction's COMMIT markers yet; the commit is decided on "
-		      "the source and the client retries it\"", (unsigned long long)c->id, pt->txn_id,
-		      c->srv->conf->code_txn_commit_timeout, waiting[0] ? waiting : "-", pt->unknown ? "yes" : "no",
-		      (long long)(mirror_now_ms() - pt->held_ms));
+		      "reason=\"the mirrors do not have the transaction's %s yet; the commit is decided on the source "
+		      "and the client retries it\"", (unsigned long long)c->id, pt->txn_id,
+		      c->srv->conf->code_txn_commit_timeout, waiting[0] ? waiting : pt->offsets_asked ? "offsets" : "-",
+		      pt->unknown ? "yes" : "no", (long long)(mirror_now_ms() - pt->held_ms),
+		      pt->offsets_asked ? "group offsets" : "COMMIT markers");
 	}
 	held_end(pt);
 	struct evbuffer *out = evbuffer_new();
@@ -405,7 +396,8 @@ void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, con
 		for (size_t t = 0; s && t < s->ntopics; t++)
 			for (size_t p = 0; s->topics[t].name && p < s->topics[t].partitions.n; p++)
 				if (mirror_gate_is_gated(c->srv->gate, s->topics[t].name) &&
-				    !parts_add(pt, s->topics[t].name, s->topics[t].partitions.v[p]))
+				    !proxy_txn_parts_add(&pt->parts, &pt->nparts, s->topics[t].name,
+							 s->topics[t].partitions.v[p]))
 					pt->unknown = true;
 		/* Ongoing: the first EndTxn of this transaction (a commit remembered from before is
 		 * complete: the producer began another). Otherwise a retry of a commit decided already
@@ -418,7 +410,7 @@ void proxy_txn_describe_answer(struct proxy_conn *c, struct proxy_entry *ie, con
 			proxy_txn_forget(pt->txn_id);
 		} else if (m) {
 			for (size_t i = 0; i < nm; i++)
-				if (!parts_add(pt, m[i].topic, m[i].partition))
+				if (!proxy_txn_parts_add(&pt->parts, &pt->nparts, m[i].topic, m[i].partition))
 					pt->unknown = true;
 		} else if (s && !pt->unknown) {
 			pt->unknown = true;
@@ -567,6 +559,7 @@ int proxy_txn_hold(struct proxy_conn *c, struct proxy_entry *e, struct evbuffer 
 	if (pt->nparts == 0 && !pt->unknown) {
 		metric_add(m_not_held[1], 1);
 		proxy_txn_forget(pt->txn_id);
+		proxy_txn_offsets_drop(pt->txn_id); /* nothing gated: its offsets are not held either */
 		return 0;
 	}
 	if (pt->unknown)

@@ -44,7 +44,7 @@ if [ "${SG_SKIP_INSTALL:-0}" != 1 ]; then
   bash deploy/install-deps.sh
 fi
 say "fetching Apache Kafka jars"
-bash "$K/fetch-jars.sh" >/dev/null
+SG_KAFKA_NO_STREAMS=1 bash "$K/fetch-jars.sh" >/dev/null   # Kafka Streams: tests only
 bash "$K/build-testmirror.sh" >/dev/null
 BUILD_DIR="${SG_BUILD_DIR:-build}"
 if [ "${SG_SKIP_BUILD:-0}" != 1 ]; then

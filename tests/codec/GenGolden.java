@@ -273,6 +273,24 @@ public class GenGolden {
 		}
 	}
 
+	static void txnOffsetCommit() throws Exception {
+		ApiKeys k = ApiKeys.TXN_OFFSET_COMMIT;
+		for (short v = 0; v <= 6; v++) {
+			TxnOffsetCommitRequestData.TxnOffsetCommitRequestTopic t = new TxnOffsetCommitRequestData.TxnOffsetCommitRequestTopic();
+			if (v >= 6) t.setTopicId(TOPIC_ID); else t.setName("orders");
+			t.setPartitions(List.of(
+					new TxnOffsetCommitRequestData.TxnOffsetCommitRequestPartition().setPartitionIndex(0)
+						.setCommittedOffset(1234L).setCommittedLeaderEpoch(5).setCommittedMetadata("golden-meta"),
+					new TxnOffsetCommitRequestData.TxnOffsetCommitRequestPartition().setPartitionIndex(3)
+						.setCommittedOffset(77L).setCommittedLeaderEpoch(-1).setCommittedMetadata(null)));
+			TxnOffsetCommitRequestData req = new TxnOffsetCommitRequestData().setTransactionalId("golden-txn")
+				.setGroupId("golden-group").setProducerId(4242L).setProducerEpoch((short) 7).setTopics(List.of(t));
+			if (v >= 3) req.setGenerationIdOrMemberEpoch(9).setMemberId("member-1").setGroupInstanceId("instance-1");
+			unknownTag(req, k, v);
+			put("txn_offset_commit", k, v, true, req);
+		}
+	}
+
 	static void apiVersions() throws Exception {
 		ApiKeys k = ApiKeys.API_VERSIONS;
 		for (short v = 0; v <= 5; v++) {
@@ -399,6 +417,7 @@ public class GenGolden {
 		initProducerId();
 		endTxn();
 		offsetCommit();
+		txnOffsetCommit();
 		apiVersions();
 		listOffsets();
 		txn();

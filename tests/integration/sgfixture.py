@@ -29,16 +29,23 @@ SYNCGATE_BIN = os.environ.get("SYNCGATE_BIN", os.path.join(REPO, "build", "proxy
 
 
 KAFKA_LIBS = os.path.join(REPO, ".cache", "kafka-4.3.1", "libs")
+# Kafka Streams and the jars it needs beyond KAFKA_LIBS (fetch-jars.sh): a
+# Streams program runs with both folders on its class path.
+KAFKA_STREAMS_LIBS = os.path.join(os.path.dirname(KAFKA_LIBS), "streams")
 
 
-def compile_java(out_dir: str, filename: str, source: str) -> str:
+def compile_java(out_dir: str, filename: str, source: str, classpath: tuple = ()) -> str:
     """Write `source` as out_dir/filename and compile it against the Kafka
-    client jars into out_dir; returns out_dir (the class path to run it)."""
+    client jars (and the folders/jars of `classpath`, e.g. KAFKA_STREAMS_LIBS
+    + "/*") into out_dir; returns out_dir (the class path to run it)."""
     src = os.path.join(out_dir, filename)
     with open(src, "w") as f:
         f.write(source)
-    subprocess.run(["javac", "-nowarn", "-cp", os.path.join(KAFKA_LIBS, "*"), "-d", out_dir, src],
-                   check=True, capture_output=True, timeout=180)
+    cp = os.pathsep.join([os.path.join(KAFKA_LIBS, "*"), *classpath])
+    p = subprocess.run(["javac", "-nowarn", "-cp", cp, "-d", out_dir, src],
+                       capture_output=True, text=True, timeout=180)
+    if p.returncode != 0:
+        raise AssertionError(f"javac {filename} failed:\n{p.stdout}\n{p.stderr}")
     return out_dir
 
 

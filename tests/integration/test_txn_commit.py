@@ -38,11 +38,15 @@ import java.util.*;
 import java.io.*;
 import java.util.concurrent.Future;
 import org.apache.kafka.clients.producer.*;
+import org.apache.kafka.clients.consumer.ConsumerGroupMetadata;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.common.TopicPartition;
 
 /* Commands on stdin, one per line: "init", "begin", "send N [P]" (N records to
- * partition P, default 0, waits for every ack: "SENT first,last ms=.."), "commit",
- * "abort" ("COMMITTED ms=..", "ABORTED ms=..", or "ERROR <exception>"),
- * "quit". */
+ * partition P, default 0, waits for every ack: "SENT first,last ms=.."),
+ * "offsets GROUP P OFFSET" (sendOffsetsToTransaction: OFFSET for partition P of
+ * the topic, metadata "txn-meta": "OFFSETS"), "commit", "abort" ("COMMITTED
+ * ms=..", "ABORTED ms=..", or "ERROR <exception>"), "quit". */
 public class TxnProducer {
     public static void main(String[] a) throws Exception {
         Properties p = new Properties();
@@ -75,6 +79,13 @@ public class TxnProducer {
                             last = o;
                         }
                         System.out.println("SENT " + first + "," + last + " ms=" + (System.nanoTime() - t0) / 1000000);
+                    } else if (line.startsWith("offsets ")) {
+                        String[] w = line.split(" ");
+                        pr.sendOffsetsToTransaction(
+                            Map.of(new TopicPartition(a[2], Integer.parseInt(w[2])),
+                                   new OffsetAndMetadata(Long.parseLong(w[3]), "txn-meta")),
+                            new ConsumerGroupMetadata(w[1]));
+                        System.out.println("OFFSETS");
                     } else if (line.equals("commit")) {
                         pr.commitTransaction();
                         System.out.println("COMMITTED ms=" + (System.nanoTime() - t0) / 1000000);
@@ -178,7 +189,7 @@ class JavaProducer:
 
     def _read(self):
         for line in self.proc.stdout:
-            if line.strip().split(" ", 1)[0] in ("INIT", "BEGUN", "SENT", "COMMITTED", "ABORTED", "ERROR"):
+            if line.strip().split(" ", 1)[0] in ("INIT", "BEGUN", "SENT", "OFFSETS", "COMMITTED", "ABORTED", "ERROR"):
                 self.lines.put(line.strip())
             else:
                 self.log.write(line)
@@ -238,11 +249,12 @@ def producers():
 
 
 def txn_setup(bed, source, dest, make_syncgate, txn_mirror, producers, topic, isolation="read_committed",
-          max_block_ms=60000, **gate):
+          max_block_ms=60000, sync_groups=None, **gate):
     source.create_topic(topic, partitions=1)
     dest.create_topic(topic, partitions=1)
     mirror = txn_mirror(source, dest, topic, isolation)
-    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic])], gate=gate)
+    extra = {"sync_groups": sync_groups} if sync_groups else {}
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic], **extra)], gate=gate)
     wait_sync(sg, "dr", topic)
     p = JavaProducer(classes(bed), sg.bootstrap, f"tx-{topic}", topic, max_block_ms)
     producers.append(p)
@@ -497,3 +509,60 @@ def test_commit_across_brokers(bed, make_cluster, make_syncgate, txn_mirror, pro
     assert len(held) == 1, "the commit is held by the coordinator's sidecar only"
     assert "txn_commit_source_hw" in held[0].log(), held[0].log()[-3000:]
     assert sum(sg.metric("syncgate_txn_commit_timeouts_total") for sg in sgs) == 0
+
+
+def test_transaction_offsets_of_a_sync_group_are_stored_before_the_commit_returns(
+        bed, source, dest, make_syncgate, txn_mirror, producers, topic_name):
+    """sendOffsetsToTransaction of a sync_groups group, commit mode: when
+    commitTransaction() returns, the destination group has the offsets (and
+    their metadata) — the markers first, then the offsets, then the answer.
+    A destination group with members refuses them: the commit is answered
+    the timeout code (retried by the producer, no error) until the group is
+    empty there, then returns with the offsets stored. An aborted
+    transaction's offsets are never written. (The mirror reads
+    read_uncommitted so that the abort keeps the offsets aligned.)"""
+    from test_group_commits import committed_on
+    group = f"eos-{topic_name}"
+    sg, _, p = txn_setup(bed, source, dest, make_syncgate, txn_mirror, producers, topic_name,
+                         isolation="read_uncommitted", sync_groups=["eos-.*"], transactions="commit",
+                         max_txn_commit_hold_ms=1500)
+    assert p.ask("begin") == "BEGUN"
+    assert p.ask("send 3").startswith("SENT 0,2")
+    assert p.ask("offsets " + group + " 0 2") == "OFFSETS"
+    line = p.ask("commit", timeout=60)
+    assert line.startswith("COMMITTED"), line
+    assert committed_on(dest, group, topic_name, 1) == {0: 2}, "the commit returned before the offsets were stored"
+    assert sg.metric('syncgate_txn_offset_stores_total{outcome="stored"}') == 1, sg.metrics()
+    assert sg.metric("syncgate_txn_offset_commits_kept_total") == 1
+
+    # a member of the group on the destination: the offsets are refused there
+    there = Consumer({"bootstrap.servers": dest.bootstrap, "group.id": group, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest"})
+    try:
+        there.subscribe([topic_name])
+        wait_until(lambda: there.poll(0.5) is not None or bool(there.assignment()), timeout=60,
+                   what="a member of the group on the destination")
+        assert p.ask("begin") == "BEGUN"
+        assert p.ask("send 2").startswith("SENT")
+        assert p.ask("offsets " + group + " 0 4") == "OFFSETS"
+        p.tell("commit")
+        wait_until(lambda: sg.metric('syncgate_txn_offset_stores_total{outcome="destination_active"}') >= 1,
+                   timeout=30, what="the destination refusing the offsets")
+        with pytest.raises(queue.Empty):
+            p.answer(timeout=2)
+        assert sg.metric("syncgate_txn_commit_timeouts_total") >= 1
+    finally:
+        there.close()
+    line = p.answer(timeout=60)
+    assert line.startswith("COMMITTED"), line
+    assert committed_on(dest, group, topic_name, 1) == {0: 4}
+    # an abort's offsets are dropped, never written
+    assert p.ask("begin") == "BEGUN"
+    assert p.ask("send 1").startswith("SENT")
+    assert p.ask("offsets " + group + " 0 6") == "OFFSETS"
+    assert p.ask("abort", timeout=30).startswith("ABORTED")
+    # (the next commit, with no offsets of its own, would write them if they were kept)
+    assert p.ask("begin") == "BEGUN"
+    assert p.ask("send 1").startswith("SENT")
+    assert p.ask("commit", timeout=60).startswith("COMMITTED")
+    assert committed_on(dest, group, topic_name, 1) == {0: 4}, "an aborted transaction's offsets were written"

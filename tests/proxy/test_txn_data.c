@@ -1,7 +1,8 @@
 /*
  * tests/proxy/test_txn_data.c — proxy/txn_data.c, what a sidecar remembers
  * of transactions for the commit gate: the partitions of a held commit (for
- * its retry) and the last data offset per (producer, partition).
+ * its retry) and the last data offset per (producer, partition); the
+ * partition lists the commit gate builds.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -65,4 +66,20 @@ Test(txn_data, last_data_offset_per_producer_and_partition_only_grows)
 	cr_assert(proxy_txn_last_data(42, "orders", 1, &off));
 	cr_assert(eq(i64, off, 5));
 	cr_assert(not(proxy_txn_last_data(42, "payments", 0, &off)));
+}
+
+Test(txn_data, a_partition_list_keeps_each_partition_once_grouped_by_topic)
+{
+	struct codec_txn_partition *v = NULL;
+	size_t n = 0;
+	cr_assert(proxy_txn_parts_add(&v, &n, "orders", 0));
+	cr_assert(proxy_txn_parts_add(&v, &n, "payments", 1));
+	cr_assert(proxy_txn_parts_add(&v, &n, "orders", 2));
+	cr_assert(proxy_txn_parts_add(&v, &n, "orders", 0)); /* there already */
+	cr_assert(eq(sz, n, 3));
+	cr_assert_str_eq(v[0].topic, "orders");
+	cr_assert_str_eq(v[1].topic, "orders", "a topic's partitions stay together (one ListOffsets topic)");
+	cr_assert(eq(i32, v[1].partition, 2));
+	cr_assert_str_eq(v[2].topic, "payments");
+	proxy_txn_parts_free(v, n);
 }
