@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import subprocess
+import threading
 import urllib.request
 import uuid
 
@@ -153,3 +155,46 @@ def ctl(sg, *args, token=True, timeout=60):
     env = {k: v for k, v in os.environ.items() if k != "SYNCGATE_TOKEN_FILE"}
     p = subprocess.run(argv + list(args), capture_output=True, text=True, timeout=timeout, env=env)
     return p.returncode, p.stdout, p.stderr
+
+
+class LineDriven:
+    """A child process driven line by line: commands on its stdin, answers
+    from its stdout (lines whose first word is in `keep`, every line when
+    None; the others go to the log), stderr to the log at `log_path`."""
+
+    def __init__(self, argv: list[str], log_path: str, keep: tuple[str, ...] | None = None):
+        self.log = open(log_path, "w")
+        self.keep = keep
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     text=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            if self.keep is None or line.strip().split(" ", 1)[0] in self.keep:
+                self.lines.put(line.strip())
+            else:
+                self.log.write(line)
+
+    def tell(self, cmd: str) -> None:
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+
+    def answer(self, timeout: float) -> str:
+        return self.lines.get(timeout=timeout)
+
+    def ask(self, cmd: str, timeout: float = 90) -> str:
+        self.tell(cmd)
+        return self.answer(timeout)
+
+    def close(self):
+        try:
+            self.tell("quit")
+            self.proc.wait(timeout=30)
+        except Exception:  # noqa: BLE001 - killed below
+            pass
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()

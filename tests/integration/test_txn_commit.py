@@ -20,7 +20,6 @@ import os
 import queue
 import signal
 import subprocess
-import threading
 import time
 
 import pytest
@@ -29,7 +28,7 @@ from confluent_kafka import Consumer, TopicPartition
 from kafkabed import wait_until
 from sgfixture import KAFKA_LIBS, compile_java, make_syncgate, mirror_conf  # noqa: F401 - fixture
 from sgfixture import free_port
-from sghelpers import wait_sync
+from sghelpers import LineDriven, wait_sync
 
 pytestmark = pytest.mark.kafka
 
@@ -177,43 +176,15 @@ def java(cp: str, *args: str, **kw) -> subprocess.Popen:
                              *args], **kw)
 
 
-class JavaProducer:
+class JavaProducer(LineDriven):
     """TxnProducer above, driven line by line."""
 
     def __init__(self, cp: str, bootstrap: str, txn_id: str, topic: str, max_block_ms: int = 60000):
-        self.log = open(os.path.join(cp, f"{txn_id}.log"), "w")
-        self.proc = java(cp, "TxnProducer", bootstrap, txn_id, topic, str(max_block_ms),
-                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            if line.strip().split(" ", 1)[0] in ("INIT", "BEGUN", "SENT", "OFFSETS", "COMMITTED", "ABORTED", "ERROR"):
-                self.lines.put(line.strip())
-            else:
-                self.log.write(line)
-
-    def tell(self, cmd: str) -> None:
-        self.proc.stdin.write(cmd + "\n")
-        self.proc.stdin.flush()
-
-    def answer(self, timeout: float) -> str:
-        return self.lines.get(timeout=timeout)
-
-    def ask(self, cmd: str, timeout: float = 90) -> str:
-        self.tell(cmd)
-        return self.answer(timeout)
-
-    def close(self):
-        try:
-            self.tell("quit")
-            self.proc.wait(timeout=30)
-        except Exception:  # noqa: BLE001 - killed below
-            pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.log.close()
+        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
+                "-cp", cp + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "TxnProducer", bootstrap, txn_id, topic,
+                str(max_block_ms)]
+        super().__init__(argv, os.path.join(cp, f"{txn_id}.log"),
+                         keep=("INIT", "BEGUN", "SENT", "OFFSETS", "COMMITTED", "ABORTED", "ERROR"))
 
 
 def ms(line: str) -> int:

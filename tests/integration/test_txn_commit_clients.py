@@ -23,15 +23,13 @@ from __future__ import annotations
 import os
 import queue
 import signal
-import subprocess
-import threading
 
 import pytest
 
 from clientrun import CLIENTS_CACHE, CLIENTS_DIR, install
 from kafkabed import wait_until
 from sgfixture import make_syncgate, mirror_conf  # noqa: F401 - fixture
-from sghelpers import wait_sync
+from sghelpers import LineDriven, wait_sync
 from test_txn_commit import committed_records, ms, txn_mirror  # noqa: F401 - fixture
 
 pytestmark = pytest.mark.kafka
@@ -43,43 +41,14 @@ CLIENTS = {
 }
 
 
-class TxnClient:
+class TxnClient(LineDriven):
     """A tests/clients transactional program, driven line by line."""
 
     def __init__(self, client: str, run_dir: str, bootstrap: str, txn_id: str, topic: str, **opts):
         part, argv = CLIENTS[client]
         install(part)
-        self.log = open(os.path.join(run_dir, f"{client}-{txn_id}.log"), "w")
-        self.proc = subprocess.Popen(argv() + [bootstrap, txn_id, topic] + [f"{k}={v}" for k, v in opts.items()],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.lines: queue.Queue = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        for line in self.proc.stdout:
-            self.lines.put(line.strip())
-
-    def tell(self, cmd: str) -> None:
-        self.proc.stdin.write(cmd + "\n")
-        self.proc.stdin.flush()
-
-    def answer(self, timeout: float) -> str:
-        return self.lines.get(timeout=timeout)
-
-    def ask(self, cmd: str, timeout: float = 90) -> str:
-        self.tell(cmd)
-        return self.answer(timeout)
-
-    def close(self):
-        try:
-            self.tell("quit")
-            self.proc.wait(timeout=30)
-        except Exception:  # noqa: BLE001 - killed below
-            pass
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
+        super().__init__(argv() + [bootstrap, txn_id, topic] + [f"{k}={v}" for k, v in opts.items()],
+                         os.path.join(run_dir, f"{client}-{txn_id}.log"))
 
 
 @pytest.fixture
