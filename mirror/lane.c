@@ -370,6 +370,26 @@ static void *lane_main(void *arg)
 			if (answered && healthy && !it[j].unchanged && wp->src_acked >= 0 && it[j].dst_hw <= wp->src_acked)
 				it[j].acked_hw = wp->src_acked;
 		}
+		/* the vouched-for reads are reported now, not after the source read
+		 * the others of this request need (a slow source would hold a
+		 * release it has nothing to do with); the rest stay in it[0..n) */
+		bool early_failed = false, early_moved = false;
+		size_t nv = 0;
+		for (size_t j = 0; j < n; j++)
+			nv += it[j].acked_hw >= 0;
+		if (nv > 0 && nv < n) {
+			size_t a = 0;
+			for (size_t j = 0; j < n; j++) /* vouched first, keeping each group's order */
+				if (it[j].acked_hw >= 0) {
+					struct lane_item x = it[j];
+					memmove(&it[a + 1], &it[a], (j - a) * sizeof(*it));
+					it[a++] = x;
+				}
+			struct mirror_wsample none = {.sent_us = read_us, .done_us = read_us};
+			early_failed = lane_apply(ln, it, nv, seq, read_us, &none, &early_moved);
+			memmove(it, it + nv, (n - nv) * sizeof(*it));
+			n -= nv;
+		}
 		pthread_mutex_unlock(&w->tmu);
 		struct mirror_wsample when = {.sent_us = read_us};
 		bool asked_source = lane_list(w->src, it, n, false, MIRROR_W_LIST_MS, &serr);
@@ -389,8 +409,9 @@ static void *lane_main(void *arg)
 		if (err == RD_KAFKA_RESP_ERR__TIMED_OUT)
 			ln->slow_until_ms = mirror_now_ms() + MIRROR_W_SLOW_MS;
 		bool moved;
-		if (lane_apply(ln, it, n, seq, read_us, &when, &moved))
+		if (lane_apply(ln, it, n, seq, read_us, &when, &moved) || early_failed)
 			ln->retry_ms = mirror_now_ms() + w->poll_ms;
+		moved |= early_moved;
 		if (ndem)
 			lane_pace(ln, moved);
 		else

@@ -456,13 +456,16 @@ static int64_t release_ms_with_slow_source(bool committed)
 
 Test(mirror_worker, poll_release_vouched_for_by_acks_all_needs_no_source_read, .timeout = 90)
 {
+	/* below one source round trip: no source read sent after the destination
+	 * had the records was waited for (the lane may still be finishing a
+	 * background source read it had sent before: up to that round trip) */
 	int64_t took = release_ms_with_slow_source(true);
-	cr_assert(lt(i64, took, 1000), "released by the destination read alone (%lld ms)", (long long)took);
+	cr_assert(lt(i64, took, 1500), "released by the destination read alone (%lld ms)", (long long)took);
 }
 
 Test(mirror_worker, poll_release_without_an_acks_all_answer_waits_for_the_source_read, .timeout = 90)
 {
 	int64_t took = release_ms_with_slow_source(false);
-	cr_assert(ge(i64, took, 1000), "a destination HW is confirmed by a source read after it (%lld ms)",
+	cr_assert(ge(i64, took, 1400), "a destination HW is confirmed by a source read after it (%lld ms)",
 		  (long long)took);
 }
