@@ -213,9 +213,10 @@ static void take(struct mstate *st, rd_kafka_t *rk, bool src, int first_ms)
 static void match_one(struct mstate *st, struct mpart *mp)
 {
 	struct mirror_worker *w = st->w;
-	size_t si0 = mp->si;
+	size_t si0 = mp->si, *at = NULL;
 	if (mp->stop == MIRROR_MATCH_MORE) {
-		mp->stop = mirror_mm2_match(mp->src, mp->ns, mp->dst, mp->nd, &mp->si, &mp->di, MATCH_KEEP, NULL);
+		at = mp->ns > mp->si ? malloc(mp->ns * sizeof(*at)) : NULL; /* NULL: the last pair only */
+		mp->stop = mirror_mm2_match(mp->src, mp->ns, mp->dst, mp->nd, &mp->si, &mp->di, MATCH_KEEP, at);
 		if (mp->stop != MIRROR_MATCH_MORE) {
 			metric_add(st->m_stops[mp->stop], 1);
 			LOG_I("mirror_mm2_match_stopped", "mirror=%s topic=%s partition=%d reason=%s destination_offset=%lld "
@@ -247,6 +248,15 @@ static void match_one(struct mstate *st, struct mpart *mp)
 				wp->mm2_syncs = calloc(MIRROR_W_MM2_SYNCS, sizeof(*wp->mm2_syncs));
 			if (wp->mm2_syncs)
 				mirror_mm2_keep(wp->mm2_syncs, &wp->mm2_nsyncs, (struct mirror_wsync){s, d});
+			if (!wp->mm2_recent)
+				wp->mm2_recent = calloc(MIRROR_W_MM2_RECENT, sizeof(*wp->mm2_recent));
+			for (size_t k = si0; at && wp->mm2_recent && k < mp->si; k++) { /* every proved record */
+				wp->mm2_recent[wp->mm2_recent_at] = (struct mirror_wsync){mp->src[k].offset,
+											    mp->dst[at[k]].offset};
+				wp->mm2_recent_at = (wp->mm2_recent_at + 1) % MIRROR_W_MM2_RECENT;
+				if (wp->mm2_nrecent < MIRROR_W_MM2_RECENT)
+					wp->mm2_nrecent++;
+			}
 			if (ahead) {
 				metric_add(st->m_records[1], (uint64_t)(s - before));
 				wp->progress = s + 1;
@@ -255,6 +265,7 @@ static void match_one(struct mstate *st, struct mpart *mp)
 		}
 		pthread_mutex_unlock(&w->tmu);
 	}
+	free(at);
 	/* forget what is matched (keeping MATCH_KEEP source records for re-copies) */
 	if (mp->di > 0) {
 		memmove(mp->dst, mp->dst + mp->di, (mp->nd - mp->di) * sizeof(*mp->dst));

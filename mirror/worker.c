@@ -36,8 +36,10 @@ static void wtopic_free(struct mirror_wtopic *t)
 {
 	if (t->dst_rkt)
 		rd_kafka_topic_destroy(t->dst_rkt);
-	for (int32_t p = 0; p < t->npart_alloc; p++)
+	for (int32_t p = 0; p < t->npart_alloc; p++) {
 		free(t->parts[p].mm2_syncs);
+		free(t->parts[p].mm2_recent);
+	}
 	free(t->parts);
 	free(t->topic);
 	free(t->dst);
@@ -488,6 +490,14 @@ int64_t mirror_worker_mm2_translate(struct mirror_worker *w, const char *topic, 
 	if (kt && partition >= 0 && partition < kt->npart_alloc) {
 		const struct mirror_wpart *wp = &kt->parts[partition];
 		to = mirror_mm2_translate(wp->mm2_syncs, wp->mm2_nsyncs, offset);
+		/* a pair the record match proved at or below it, closer than the syncs: exact */
+		const struct mirror_wsync *best = NULL;
+		for (uint32_t i = 0; i < wp->mm2_nrecent; i++)
+			if (wp->mm2_recent[i].up <= offset && (!best || wp->mm2_recent[i].up > best->up))
+				best = &wp->mm2_recent[i];
+		int64_t near = best ? best->down + (best->up == offset ? 0 : 1) : -1;
+		if (near > to)
+			to = near;
 	}
 	pthread_mutex_unlock(&w->tmu);
 	return to;

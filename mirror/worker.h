@@ -63,6 +63,7 @@ struct mirror_wsync {
 	int64_t up, down;
 };
 #define MIRROR_W_MM2_SYNCS 24 /* kept per partition: translations reach ~2^23 offsets back */
+#define MIRROR_W_MM2_RECENT 4096 /* proved pairs kept per matched partition (64 KiB) */
 
 struct mirror_wdemand {
 	char *topic;
@@ -85,6 +86,10 @@ struct mirror_wpart {
 	struct mirror_wsync *mm2_syncs; /* mm2: offset-syncs kept for translating commits, oldest
 				   * first, spaced wider with age (mirror_mm2_keep); malloc'd */
 	uint32_t mm2_nsyncs;
+	struct mirror_wsync *mm2_recent; /* mm2: the last MIRROR_W_MM2_RECENT pairs the record match
+				   * proved, one per record, a ring (oldest at mm2_recent_at once
+				   * full); exact translation of a commit among them; malloc'd */
+	uint32_t mm2_nrecent, mm2_recent_at;
 	int64_t syncs_behind_since_ms; /* mm2: destination ahead of the offset-syncs since, -1 */
 	bool syncs_behind;   /* mm2: reported as stalled on offset-syncs */
 	int64_t bg_hw;       /* background: source HW sampled before this partition was queued, -1 */

@@ -438,3 +438,45 @@ def test_group_with_members_on_the_destination_is_refused_there_and_answered_ret
     finally:
         here.close()
         there.close()
+
+
+def test_mm2_source_killed_after_commits_destination_group_resumes_exactly(
+        make_syncgate, make_mm2, make_cluster, dest, topic_name, bed):
+    """Disaster with MirrorMaker 2 (`offsets: mm2`, its default
+    offset.lag.max=100: the commits are translated through the pairs the
+    record match proved): the source broker SIGKILLed right after a burst of
+    commits; a consumer of the group started on the destination reads
+    exactly the records after the committed ones — none of them again, none
+    skipped (by value: MM2 renumbers)."""
+    src = make_cluster("gcmm2", brokers=1)
+    src.create_topic(topic_name, partitions=2)
+    make_mm2(topic_name, source=src, props={"offset.lag.max": "100"})
+    sg = make_syncgate(src, mirrors=[mirror_conf(
+        "dest", dest, [topic_name], offsets="mm2", mm2_offset_syncs_topic="mm2-offset-syncs.dest.internal",
+        sync_groups=[GROUP_PREFIX + ".*"])])
+    src.produce(topic_name, 2, partition=0)
+    src.produce(topic_name, 2, partition=1)  # MM2's first offset-sync of each partition
+    wait_sync(sg, "dest", topic_name, timeout=120)
+    src.produce(topic_name, n=200, values=[f"r{i}" for i in range(200)], bootstrap_servers=sg.bootstrap)
+    group = f"{GROUP_PREFIX}mm2disaster-{topic_name}"
+    g = JavaGroup(java_classes(bed), sg.bootstrap, group, topic_name, "consumer")
+    acked: dict[int, int] = {}
+    try:
+        for _ in range(8):
+            got = g.commit(15)
+            assert isinstance(got, dict), got
+            acked.update(got)
+        committed_values = {p: {r.value for r in src.consume(topic_name, p, end=acked[p])} for p in acked}
+        rest_values = {p: {r.value for r in src.consume(topic_name, p, start=acked[p])} for p in acked}
+        src.stop_broker(src.broker_ids[0], kill=True)
+    finally:
+        g.close()
+    on_dest = committed_on(dest, group, topic_name, 2)
+    for p, off in acked.items():
+        assert on_dest[p] >= 0, (p, on_dest)
+        before = {r.value for r in dest.consume(topic_name, p, end=on_dest[p])}
+        after = {r.value for r in dest.consume(topic_name, p, start=on_dest[p])}
+        assert committed_values[p] <= before, f"partition {p}: a committed record would be read again"
+        assert not (committed_values[p] & after), f"partition {p}: a committed record would be read again"
+        assert rest_values[p] <= after, f"partition {p}: an uncommitted record would be skipped"
+    assert sg.metric('syncgate_group_commit_partitions_total{kind="untranslatable"}') == 0
