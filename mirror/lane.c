@@ -377,18 +377,18 @@ static void *lane_main(void *arg)
 		size_t nv = 0;
 		for (size_t j = 0; j < n; j++)
 			nv += it[j].acked_hw >= 0;
-		if (nv > 0 && nv < n) {
-			size_t a = 0;
-			for (size_t j = 0; j < n; j++) /* vouched first, keeping each group's order */
-				if (it[j].acked_hw >= 0) {
-					struct lane_item x = it[j];
-					memmove(&it[a + 1], &it[a], (j - a) * sizeof(*it));
-					it[a++] = x;
-				}
+		struct lane_item *v = nv > 0 && nv < n ? malloc(nv * sizeof(*v)) : NULL; /* NULL: all after */
+		if (v) {
+			size_t a = 0, b = 0;
+			for (size_t j = 0; j < n; j++) /* split, keeping each side's order */
+				if (it[j].acked_hw >= 0)
+					v[a++] = it[j];
+				else
+					it[b++] = it[j];
 			struct mirror_wsample none = {.sent_us = read_us, .done_us = read_us};
-			early_failed = lane_apply(ln, it, nv, seq, read_us, &none, &early_moved);
-			memmove(it, it + nv, (n - nv) * sizeof(*it));
-			n -= nv;
+			early_failed = lane_apply(ln, v, nv, seq, read_us, &none, &early_moved);
+			free(v);
+			n = b;
 		}
 		pthread_mutex_unlock(&w->tmu);
 		struct mirror_wsample when = {.sent_us = read_us};

@@ -77,11 +77,6 @@ static void part_reset(struct mpart *mp, int64_t up, int64_t down)
 	mp->src_paused = mp->dst_paused = false;
 }
 
-static int64_t best_up(const struct mirror_wpart *wp)
-{
-	return wp->mm2_up > wp->mm2_proved_up ? wp->mm2_up : wp->mm2_proved_up;
-}
-
 /* The partitions to match, as of the table now (tmu held). */
 static void select_parts(struct mstate *st, int64_t now)
 {
@@ -89,7 +84,7 @@ static void select_parts(struct mstate *st, int64_t now)
 	for (size_t i = 0; i < st->n; i++) {
 		struct mpart *mp = &st->parts[i];
 		struct mirror_wpart *wp = &w->topics[mp->ti].parts[mp->p];
-		int64_t prog = best_up(wp) + 1;
+		int64_t prog = mirror_wpart_mm2_up(wp) + 1;
 		if (wp->src_hw > prog || (wp->need >= prog && wp->until_ms > now))
 			mp->active_ms = now;
 		if (mp->stop != MIRROR_MATCH_MORE && wp->mm2_up > (wp->mm2_proved_up > mp->up ? wp->mm2_proved_up : mp->up)) {
@@ -108,7 +103,7 @@ static void select_parts(struct mstate *st, int64_t now)
 		struct mirror_wtopic *t = &w->topics[ti];
 		for (int32_t p = 0; p < t->npart && p < t->npart_alloc && st->n < MATCH_MAX_PARTS; p++) {
 			struct mirror_wpart *wp = &t->parts[p];
-			int64_t prog = best_up(wp) + 1;
+			int64_t prog = mirror_wpart_mm2_up(wp) + 1;
 			if (wp->mm2_up < 0 || !(wp->src_hw > prog || (wp->need >= prog && wp->until_ms > now)))
 				continue; /* no anchor yet, or no lag */
 			bool known = false;
@@ -240,7 +235,7 @@ static void match_one(struct mstate *st, struct mpart *mp)
 		struct mirror_wtopic *t = &w->topics[mp->ti];
 		struct mirror_wpart *wp = &t->parts[mp->p];
 		if (s > wp->mm2_proved_up) {
-			int64_t before = best_up(wp);
+			int64_t before = mirror_wpart_mm2_up(wp);
 			bool ahead = s > before;
 			wp->mm2_proved_up = s;
 			wp->mm2_proved_down = d;

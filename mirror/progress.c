@@ -285,7 +285,7 @@ static void mm2_check_syncs(struct mirror_worker *w, const struct mirror_wref *r
 	for (size_t i = 0; i < n; i++) {
 		struct mirror_wtopic *t = &w->topics[refs[i].topic];
 		struct mirror_wpart *wp = &t->parts[refs[i].partition];
-		if (wp->src_hw > (wp->mm2_up > wp->mm2_proved_up ? wp->mm2_up : wp->mm2_proved_up) + 1) {
+		if (wp->src_hw > mirror_wpart_mm2_up(wp) + 1) {
 			rd_kafka_topic_partition_list_add(l, t->dst, refs[i].partition)->offset = RD_KAFKA_OFFSET_END;
 			idx[k++] = i;
 		} else if (wp->syncs_behind || wp->syncs_behind_since_ms >= 0) {
@@ -415,7 +415,7 @@ void mirror_poll_background(struct mirror_worker *w)
 		if (hw < 0)
 			continue;
 		if (w->offsets == CONF_OFFSETS_MM2) {
-			int64_t up = wp->mm2_up > wp->mm2_proved_up ? wp->mm2_up : wp->mm2_proved_up;
+			int64_t up = mirror_wpart_mm2_up(wp);
 			int64_t prog = up >= 0 ? up + 1 : hw == 0 ? 0 : -1;
 			if (prog >= 0) {
 				wp->progress = prog;

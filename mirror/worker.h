@@ -110,6 +110,13 @@ struct mirror_wpart {
 	bool queued;         /* in a lane's queue */
 };
 
+/* mm2: the greatest source offset known on the destination, by an offset-sync
+ * or by the record match (mm2_match.c); -1. Progress is it + 1. */
+static inline int64_t mirror_wpart_mm2_up(const struct mirror_wpart *wp)
+{
+	return wp->mm2_up > wp->mm2_proved_up ? wp->mm2_up : wp->mm2_proved_up;
+}
+
 /* Per source topic that the mirror desires SYNC (or that was demanded).
  * Entries are only appended (index and strings stable while the worker runs). */
 struct mirror_wtopic {
