@@ -314,7 +314,11 @@ def test_verify_reports_a_diverged_destination(bed, make_syncgate, make_testmirr
     assert rc == 0 and doc["verified"] and doc["mode"] == "verify", doc
     assert doc["partitions"][0]["last_record"]["source_offset"] == 2
     dest.produce(topic_name, 1, partition=0, values=["intruder"])  # something else writes to the destination
-    assert produce_raw(sg, topic_name, 0, b"r3").error_code == 0  # mirrored one offset further on
+    # The source takes r3 (straight, not through the gate: with the destination
+    # ahead of its source the partition is diverged and an acks=all produce
+    # through syncgate is held, correctly); the mirror copies it one offset on.
+    source.produce(topic_name, 1, partition=0, values=["r3"])
+    wait_until(lambda: dest.high_watermark(topic_name, 0) == 5, timeout=30, what="the mirror copied r3")
     rc, doc, err = ctl_json(sg, "verify", "--mirror", "dr")
     assert rc == 1 and not doc["verified"], doc
     (p,) = doc["partitions"]
