@@ -83,6 +83,10 @@ struct proxy_produce_sum {
 		int64_t offset_span;     /* Σ (lastOffsetDelta + 1) over its batches */
 		bool transactional;      /* its last RecordBatch is transactional (attributes bit 4) */
 		int64_t producer_id;     /* its last RecordBatch's ProducerId */
+		int16_t producer_epoch;  /* its last RecordBatch's ProducerEpoch */
+		bool idempotent;         /* RecordBatch v2 batches of one idempotent producer
+					  * (ProducerId >= 0, BaseSequence >= 0): seqs below */
+		int32_t first_seq, last_seq; /* the sequences its batches carry, first to last */
 	} parts[];                   /* then ntopics struct proxy_produce_topic, then the names */
 };
 struct proxy_produce_topic {
@@ -96,6 +100,14 @@ static inline const struct proxy_produce_topic *proxy_produce_sum_topics(const s
 }
 /** Summarise a decoded Produce request (one allocation; free()). NULL on ENOMEM. */
 struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_request *req);
+/**
+ * Whether partition `p` of a decoded Produce request carries RecordBatch v2
+ * batches of an idempotent producer (ProducerId >= 0, BaseSequence >= 0,
+ * any number of batches, their sequences contiguous as the broker requires);
+ * then `*first`/`*last` are the first and last sequence (wrapping at
+ * INT32_MAX like the broker's). Pure.
+ */
+bool proxy_produce_batch_seqs(const struct codec_produce_partition_req *p, int32_t *first, int32_t *last);
 
 /** One request awaiting (or holding) its response, in request order. */
 struct proxy_entry {
@@ -109,6 +121,8 @@ struct proxy_entry {
 	bool sasl_auth;            /* SaslAuthenticate naming a user (conn sasl_user): its answer
 				    * confirms the principal (here: in the padding) */
 	uint32_t nparts;           /* HELD: parts below (here: in the padding) */
+	bool replayed;             /* a Produce answered from what the source appended before
+				    * (retried.c), not from the broker: it vouches for nothing */
 	int64_t arrival_ms;        /* mirror_now_ms() when the request arrived */
 	struct proxy_produce_sum *produce; /* acks=all/1 Produce: what its response needs; owned */
 	char *sasl_mechanism;      /* SaslHandshake request: mechanism asked for; owned */
@@ -492,6 +506,16 @@ int proxy_internal_send(struct proxy_conn *c, const uint8_t *frame, size_t len,
 /** Start the keepalive timer (upstream.keepalive_ms, read at each tick). 0 or -1. */
 int proxy_keepalive_start(struct proxy_server *srv);
 
+/* retried.c: a retry of a batch the source already appended (around the failover) */
+/**
+ * A Produce whose every partition retries a remembered batch, while a topic
+ * of it is fenced or after the switch: answered here (fenced: held by the
+ * gate; switched: at once), never forwarded nor refused. 1 answered (the
+ * frame consumed from `in`), 0 go on, -1 close (ENOMEM). Loop thread.
+ */
+int proxy_retried_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+			  int16_t wire_version, const struct codec_produce_request *req);
+
 /* fifo.c */
 /** A new IN_FLIGHT entry at the tail of c's FIFO (arrival_ms now); NULL on ENOMEM. */
 struct proxy_entry *proxy_entry_new(struct proxy_conn *c, enum proxy_entry_kind kind);
@@ -510,6 +534,14 @@ void proxy_entry_set_state(struct proxy_conn *c, struct proxy_entry *e, enum pro
 void proxy_entry_queue(struct proxy_conn *c, struct proxy_entry *e, size_t n);
 /** Move every READY entry at the head of the FIFO to the client, in order. */
 void proxy_fifo_flush(struct proxy_conn *c);
+/**
+ * Encode `resp` as the whole response frame to the Produce request `h`
+ * (size prefix, CorrelationId, the flexible header's empty tags, body) at
+ * the end of `out`; `*hdr_len` = the header's bytes (4 or 5). 0, or -1 on
+ * ENOMEM or an unencodable response. Loop thread.
+ */
+int proxy_fifo_produce_frame(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			     const struct codec_produce_response *resp, struct evbuffer *out, size_t *hdr_len);
 /**
  * Answer the Produce request `h` (sent at `wire_version`) with `resp`,
  * written by syncgate, never forwarded: a READY entry at the tail of c's

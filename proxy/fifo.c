@@ -118,8 +118,8 @@ void proxy_fifo_flush(struct proxy_conn *c)
 	c->srv->conn_progress(c->srv, c);
 }
 
-int proxy_fifo_answer_produce(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
-			      const struct codec_produce_response *resp)
+int proxy_fifo_produce_frame(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			     const struct codec_produce_response *resp, struct evbuffer *out, size_t *hdr_len)
 {
 	struct codec_buf body;
 	codec_buf_init(&body, (size_t)c->srv->conf->max_frame_bytes);
@@ -127,26 +127,33 @@ int proxy_fifo_answer_produce(struct proxy_conn *c, const struct codec_request_h
 		codec_buf_free(&body);
 		return -1;
 	}
+	/* response header: CorrelationId, then (v1, flexible) empty tagged fields */
+	bool flexible = codec_response_header_version(h->api_key, wire_version) >= 1;
+	*hdr_len = flexible ? 5 : 4;
+	size_t len = *hdr_len + body.len;
+	uint32_t corr = (uint32_t)h->correlation_id;
+	uint8_t pre[9] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
+			   (uint8_t)(corr >> 24), (uint8_t)(corr >> 16), (uint8_t)(corr >> 8), (uint8_t)corr, 0 };
+	int rc = evbuffer_add(out, pre, 4 + *hdr_len) == 0 && evbuffer_add(out, body.data, body.len) == 0 ? 0 : -1;
+	codec_buf_free(&body);
+	return rc;
+}
+
+int proxy_fifo_answer_produce(struct proxy_conn *c, const struct codec_request_header *h, int16_t wire_version,
+			      const struct codec_produce_response *resp)
+{
 	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
-	if (!e || !(e->out = evbuffer_new())) {
+	size_t hdr_len;
+	if (!e || !(e->out = evbuffer_new()) ||
+	    proxy_fifo_produce_frame(c, h, wire_version, resp, e->out, &hdr_len) < 0) {
 		if (e)
 			proxy_entry_free(c, e);
-		codec_buf_free(&body);
 		return -1;
 	}
 	e->correlation_id = h->correlation_id;
 	e->api_key = h->api_key;
 	e->client_version = h->api_version;
 	e->api_version = wire_version;
-	/* response header: CorrelationId, then (v1, flexible) empty tagged fields */
-	bool flexible = codec_response_header_version(h->api_key, wire_version) >= 1;
-	size_t len = 4 + (flexible ? 1 : 0) + body.len;
-	uint32_t corr = (uint32_t)h->correlation_id;
-	uint8_t pre[9] = { (uint8_t)(len >> 24), (uint8_t)(len >> 16), (uint8_t)(len >> 8), (uint8_t)len,
-			   (uint8_t)(corr >> 24), (uint8_t)(corr >> 16), (uint8_t)(corr >> 8), (uint8_t)corr, 0 };
-	evbuffer_add(e->out, pre, flexible ? 9 : 8);
-	evbuffer_add(e->out, body.data, body.len);
-	codec_buf_free(&body);
 	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	return 0;
 }

@@ -68,13 +68,29 @@ struct proxy_produce_sum *proxy_produce_sum_new(const struct codec_produce_reque
 			topics[t].name = name;
 			name += n;
 		}
-		for (size_t p = 0; p < rt->npartitions; p++)
-			s->parts[i++] = (struct proxy_produce_part){
-				(uint32_t)t, rt->partitions[p].index, rt->partitions[p].offset_span,
-				(rt->partitions[p].last_batch.attributes & 0x10) != 0,
-				rt->partitions[p].last_batch.producer_id };
+		for (size_t p = 0; p < rt->npartitions; p++) {
+			const struct codec_produce_partition_req *rp = &rt->partitions[p];
+			struct proxy_produce_part *q = &s->parts[i++];
+			*q = (struct proxy_produce_part){
+				(uint32_t)t, rp->index, rp->offset_span, (rp->last_batch.attributes & 0x10) != 0,
+				rp->last_batch.producer_id, rp->last_batch.producer_epoch, false, -1, -1 };
+			q->idempotent = proxy_produce_batch_seqs(rp, &q->first_seq, &q->last_seq);
+		}
 	}
 	return s;
+}
+
+bool proxy_produce_batch_seqs(const struct codec_produce_partition_req *p, int32_t *first, int32_t *last)
+{
+	const struct codec_record_batch *b = &p->last_batch;
+	if (p->nbatches < 1 || b->magic != 2 || b->producer_id < 0 || b->base_sequence < 0 ||
+	    p->offset_span < 1 || p->offset_span > INT32_MAX)
+		return false;
+	const int64_t wrap = (int64_t)INT32_MAX + 1;
+	int64_t l = ((int64_t)b->base_sequence + b->last_offset_delta) % wrap;
+	*last = (int32_t)l;
+	*first = (int32_t)(((l - (p->offset_span - 1)) % wrap + wrap) % wrap);
+	return true;
 }
 
 /* The request's partition `index` of `topic`, and the topic's name as kept in the summary. */
@@ -343,6 +359,8 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 				request_partition(c, req, name, rp->index, &kept);
 			if (!q || q->offset_span <= 0 || rp->base_offset < 0)
 				continue; /* nothing appended: nothing to wait for */
+			if (q->idempotent && !q->transactional && !e->replayed)
+				proxy_pidmap_note_appended(c, q, kept, rp->base_offset);
 			if (q->transactional && c->srv->conf->gate_transactions != CONF_TXN_DATA)
 				proxy_txn_note_data(q->producer_id, kept, rp->index, rp->base_offset + q->offset_span - 1);
 			if (q->transactional && c->srv->conf->gate_transactions == CONF_TXN_COMMIT)
@@ -351,7 +369,7 @@ int proxy_hold_produce(struct proxy_conn *c, struct proxy_entry *e, struct evbuf
 			wp->topic = kept; /* the request summary's (or the TopicId map's) */
 			wp->partition = rp->index;
 			wp->last_offset = rp->base_offset + q->offset_span - 1;
-			wp->committed = req->acks == -1;
+			wp->committed = req->acks == -1 && !e->replayed;
 			wp->outcome = MIRROR_PENDING;
 			pos[e->nparts++] = (struct proxy_held_part){ (uint32_t)t, (uint32_t)p };
 		}

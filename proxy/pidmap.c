@@ -76,6 +76,17 @@ static struct proxy_pidmap *server_map(struct proxy_server *srv)
 	return srv->pidmap;
 }
 
+void proxy_pidmap_note_appended(struct proxy_conn *c, const struct proxy_produce_part *q, const char *topic,
+				int64_t base_offset)
+{
+	struct proxy_pidmap *m = server_map(c->srv);
+	if (!m || !q->idempotent || q->transactional || !topic || base_offset < 0)
+		return;
+	proxy_pidmap_appended_learn(m, q->producer_id, q->producer_epoch,
+				    proxy_pidmap_batch_key(topic, q->partition, q->first_seq, q->last_seq),
+				    q->first_seq, q->last_seq, base_offset);
+}
+
 /* ---- metrics and logs ------------------------------------------------------ */
 
 static struct metric *m_remapped, *m_refused, *m_requests[PROXY_PID_OUTCOME_COUNT];

@@ -83,6 +83,35 @@ void proxy_pidmap_learn(struct proxy_pidmap *m, uint64_t client, int64_t pid, in
 			int16_t dest_epoch);
 /** Keys in the remap map (tests). */
 size_t proxy_pidmap_size(const struct proxy_pidmap *m);
+/**
+ * What names one appended batch of a producer in the `appended` map: a
+ * 64-bit hash (never 0) of its topic, partition and first and last
+ * sequence. Pure.
+ */
+uint64_t proxy_pidmap_batch_key(const char *topic, int32_t partition, int32_t first_seq, int32_t last_seq);
+/**
+ * Remember that the source appended the batch `batch` (proxy_pidmap_batch_key,
+ * sequences `first_seq`..`last_seq`) of producer (`pid`, `epoch`) at
+ * `base_offset` (retried.c learns it from the broker's Produce answer).
+ * Bounded like the other maps (the oldest batch forgotten); the first call
+ * allocates it; out of memory: nothing is remembered.
+ */
+void proxy_pidmap_appended_learn(struct proxy_pidmap *m, int64_t pid, int16_t epoch, uint64_t batch,
+				 int32_t first_seq, int32_t last_seq, int64_t base_offset);
+/** Whether that batch is remembered (its sequences checked too); `*base_offset` then. Pure. */
+bool proxy_pidmap_appended_find(const struct proxy_pidmap *m, int64_t pid, int16_t epoch, uint64_t batch,
+				int32_t first_seq, int32_t last_seq, int64_t *base_offset);
+/** Batches in the appended map (tests). */
+size_t proxy_pidmap_appended_size(const struct proxy_pidmap *m);
+/**
+ * Remember that the broker appended partition `q` of a gated Produce (an
+ * idempotent, non-transactional batch run of topic `topic`) at
+ * `base_offset`, for retried.c (hold.c calls it with the broker's answer,
+ * before the switch; the map is made at the first call). Loop thread.
+ */
+struct proxy_produce_part;
+void proxy_pidmap_note_appended(struct proxy_conn *c, const struct proxy_produce_part *q, const char *topic,
+				int64_t base_offset);
 /** Remember that the broker issued `pid` to the TransactionalId whose hash is `txn_tag`. */
 void proxy_pidmap_issue(struct proxy_pidmap *m, int64_t pid, uint64_t txn_tag);
 /** Whether `pid` was issued to the TransactionalId whose hash is `txn_tag` (the last one it was). Pure. */

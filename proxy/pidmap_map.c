@@ -1,7 +1,9 @@
 /*
  * pidmap_map.c — the bounded maps of proxy/pidmap.h: (client, producer id,
  * epoch) → destination (producer id, epoch), and destination producer id →
- * the TransactionalId (hash) it was issued to. Each a ring in insertion
+ * the TransactionalId (hash) it was issued to, and (source producer id,
+ * epoch, batch) → the offset the source appended that batch at (made at
+ * its first use, before the switch too). Each a ring in insertion
  * order (the oldest evicted when full) indexed by an open-addressing hash
  * table (linear probing, backward-shift deletion): O(1) per batch, no
  * allocation after proxy_pidmap_new. Pure data; loop thread.
@@ -30,6 +32,8 @@ struct pm_table {
 struct proxy_pidmap {
 	struct pm_table remap;  /* (client pid, epoch) → (destination pid, epoch) */
 	struct pm_table issued; /* destination pid → TransactionalId hash */
+	struct pm_table appended; /* (source pid, epoch, batch key) → base offset (pid), the
+				   * batch's sequences (tag) to check; its ring made at first use */
 };
 
 static uint64_t mix(int64_t key, int16_t epoch, uint64_t client)
@@ -130,6 +134,8 @@ void proxy_pidmap_free(struct proxy_pidmap *m)
 	free(m->remap.index);
 	free(m->issued.ring);
 	free(m->issued.index);
+	free(m->appended.ring);
+	free(m->appended.index);
 	free(m);
 }
 
@@ -166,4 +172,50 @@ bool proxy_pidmap_issued_to(const struct proxy_pidmap *m, int64_t pid, uint64_t 
 {
 	const struct pm_slot *s = m ? table_get(&m->issued, pid, 0, 0) : NULL;
 	return s && s->tag == txn_tag;
+}
+
+uint64_t proxy_pidmap_batch_key(const char *topic, int32_t partition, int32_t first_seq, int32_t last_seq)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const unsigned char *b = (const unsigned char *)topic; *b; b++)
+		h = (h ^ *b) * 0x100000001b3ull;
+	uint32_t v[3] = { (uint32_t)partition, (uint32_t)first_seq, (uint32_t)last_seq };
+	for (size_t i = 0; i < 3; i++)
+		for (int k = 0; k < 32; k += 8)
+			h = (h ^ ((v[i] >> k) & 0xff)) * 0x100000001b3ull;
+	return h | 1; /* never 0 */
+}
+
+static uint64_t seq_tag(int32_t first_seq, int32_t last_seq)
+{
+	return (uint64_t)(uint32_t)first_seq << 32 | (uint32_t)last_seq;
+}
+
+void proxy_pidmap_appended_learn(struct proxy_pidmap *m, int64_t pid, int16_t epoch, uint64_t batch,
+				 int32_t first_seq, int32_t last_seq, int64_t base_offset)
+{
+	if (!m->appended.ring && table_init(&m->appended, m->remap.cap) < 0) {
+		free(m->appended.ring);
+		free(m->appended.index);
+		m->appended = (struct pm_table){ 0 };
+		return; /* out of memory: nothing remembered (a retry may then be stored twice) */
+	}
+	struct pm_slot *s = table_put(&m->appended, pid, epoch, batch);
+	s->pid = base_offset;
+	s->tag = seq_tag(first_seq, last_seq);
+}
+
+bool proxy_pidmap_appended_find(const struct proxy_pidmap *m, int64_t pid, int16_t epoch, uint64_t batch,
+				int32_t first_seq, int32_t last_seq, int64_t *base_offset)
+{
+	const struct pm_slot *s = m ? table_get(&m->appended, pid, epoch, batch) : NULL;
+	if (!s || s->tag != seq_tag(first_seq, last_seq))
+		return false;
+	*base_offset = s->pid;
+	return true;
+}
+
+size_t proxy_pidmap_appended_size(const struct proxy_pidmap *m)
+{
+	return m ? m->appended.n : 0;
 }

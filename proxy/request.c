@@ -171,6 +171,13 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		free(req);
 		return -1;
 	}
+	/* a retry of what the source appended, while fenced or switched: answered here (retried.c) */
+	int replayed = proxy_retried_produce(c, in, len, h, wire_version, req);
+	if (replayed != 0) {
+		codec_produce_request_free(req);
+		free(req);
+		return replayed < 0 ? -1 : 0;
+	}
 	int fenced = proxy_fence_produce(c, in, len, h, wire_version, req); /* fenced: never forwarded */
 	/* switched: producer ids rewritten, or the frame waits unread for one (pidmap.c) */
 	int mapped = fenced == 0 ? proxy_pidmap_produce(c, in, len, h, wire_version, req) : 0;

@@ -1,0 +1,143 @@
+/*
+ * Unit tests of proxy/retried.c (a retry of a batch the source already
+ * appended, docs/switchover.md "Producer state") on a pair whose upstream
+ * end plays the broker: the batch sequences a Produce carries; after the
+ * switch a retry of a remembered batch is answered success without going
+ * upstream (no InitProducerId, no Produce), while a batch not remembered,
+ * or a remembered one under another epoch, goes on to be remapped; not
+ * switched and not fenced, the retry goes to the broker byte for byte.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pidmap_frames.h"
+
+static const char *yaml = "mode: sidecar\n"
+			  "listen:\n  kafka: 127.0.0.1:19092\n"
+			  "upstream:\n  broker: 127.0.0.1:9092\n";
+
+static size_t drain(struct fixture *f, int fd, uint8_t *out, size_t cap)
+{
+	size_t got = 0;
+	for (int i = 0; i < 60; i++) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		ssize_t r = read(fd, out + got, cap - got);
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return got;
+}
+
+static void gated_pair(struct fixture *f, bool switched)
+{
+	pair_init(f, yaml);
+	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
+	cr_assert_not_null(f->srv.gate);
+	f->srv.switched = switched;
+}
+
+/* What hold.c learns from the broker's answer: batch (pid, epoch, seq..seq) of "t"[0] at `base`. */
+static void learn(struct fixture *f, int64_t pid, int16_t epoch, int32_t seq, int64_t base)
+{
+	struct proxy_produce_part q = { .partition = 0, .offset_span = 1, .producer_id = pid,
+					.producer_epoch = epoch, .idempotent = true, .first_seq = seq,
+					.last_seq = seq };
+	proxy_pidmap_note_appended(f->c, &q, "t", base);
+}
+
+static double answered(const char *when)
+{
+	char labels[64];
+	snprintf(labels, sizeof(labels), "when=\"%s\"", when);
+	return metric_value(metric_get(METRIC_COUNTER, "syncgate_produce_retries_answered_total", "", labels, NULL, 0));
+}
+
+Test(retried, batch_sequences_of_a_request)
+{
+	struct codec_produce_partition_req p = { .nbatches = 1, .offset_span = 10 };
+	p.last_batch = (struct codec_record_batch){ .magic = 2, .producer_id = 7, .base_sequence = 40,
+						    .last_offset_delta = 9 };
+	int32_t first, last;
+	cr_assert(proxy_produce_batch_seqs(&p, &first, &last));
+	cr_assert(eq(i32, first, 40));
+	cr_assert(eq(i32, last, 49));
+	/* three batches of 10: the last one starts at 60, the first at 40 */
+	p.nbatches = 3;
+	p.offset_span = 30;
+	p.last_batch.base_sequence = 60;
+	cr_assert(proxy_produce_batch_seqs(&p, &first, &last));
+	cr_assert(eq(i32, first, 40));
+	cr_assert(eq(i32, last, 69));
+	/* the sequence wraps at INT32_MAX as the broker's does */
+	p.nbatches = 1;
+	p.offset_span = 10;
+	p.last_batch.base_sequence = INT32_MAX - 4;
+	cr_assert(proxy_produce_batch_seqs(&p, &first, &last));
+	cr_assert(eq(i32, first, INT32_MAX - 4));
+	cr_assert(eq(i32, last, 4));
+	p.last_batch.producer_id = -1;
+	cr_assert_not(proxy_produce_batch_seqs(&p, &first, &last), "not idempotent");
+	p.last_batch.producer_id = 7;
+	p.last_batch.magic = 1;
+	cr_assert_not(proxy_produce_batch_seqs(&p, &first, &last), "not a RecordBatch v2");
+}
+
+Test(retried, switched_a_retry_of_an_appended_batch_is_answered_and_not_forwarded)
+{
+	struct fixture f;
+	gated_pair(&f, true);
+	learn(&f, 7, 0, 0, 1234);
+	double before = answered("switched");
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	uint8_t up[8192], cl[1024];
+	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0), "nothing upstream: no InitProducerId, no Produce");
+	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(i16, produce_error(cl, n, 1), CODEC_ERROR_NONE), "acknowledged");
+	cr_assert(eq(dbl, answered("switched"), before + 1));
+
+	/* the next batch (sequence 1) was never appended: it goes on to be remapped */
+	produce_v9(&p, 2, NULL, 7, 0, 1, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(ge(sz, n, 6));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "a batch not remembered is remapped");
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
+
+Test(retried, switched_another_epoch_or_partition_is_not_a_retry)
+{
+	struct fixture f;
+	gated_pair(&f, true);
+	learn(&f, 7, 1, 0, 1234);                        /* epoch 1 appended sequence 0 */
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);     /* epoch 0, sequence 0 */
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	uint8_t up[8192];
+	size_t n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(ge(sz, n, 6));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
+
+Test(retried, not_switched_nor_fenced_the_retry_goes_to_the_broker_byte_for_byte)
+{
+	struct fixture f;
+	gated_pair(&f, false);
+	learn(&f, 7, 0, 0, 1234);
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	uint8_t up[8192];
+	size_t n = drain(&f, f.up, up, sizeof(up));
+	cr_assert(eq(sz, n, p.len), "the broker answers its own duplicate");
+	cr_assert_not(memcmp(up, p.data, p.len));
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
