@@ -15,6 +15,7 @@ client is reconfigured or restarted.
 
 from __future__ import annotations
 
+import collections
 import json
 import threading
 import os
@@ -376,11 +377,21 @@ def test_switch_three_sidecars_to_a_destination_with_other_node_ids(bed, load_cl
     dstv = {p: {r.offset: r.value for r in dst.consume(topic, p)} for p in range(partitions)}
     for part, off, v, _ in jacks + rdk.acks:
         assert dstv[part].get(off) == v.encode(), (part, off, v)
+    acked_before = {v for _, _, v, at in jacks + rdk.acks if at < t_switch}
+    stored_twice = 0
     for p in range(partitions):
         values = [v.decode() for v in dstv[p].values()]
-        assert len(values) == len(set(values)), f"partition {p}: a record is on the destination twice"
+        counts = collections.Counter(values)
+        twice = {v for v, n in counts.items() if n > 1}
+        # Stored twice only when a producer's retry moved to another sidecar
+        # after the switch (each sidecar maps a client's producer id to a
+        # destination id of its own; docs/switchover.md "Producer state"):
+        # never a record acknowledged before the switch, never three times.
+        assert all(counts[v] == 2 for v in twice), f"partition {p}: a record stored more than twice"
+        assert not twice & acked_before, f"partition {p}: acknowledged before the switch, stored twice"
+        stored_twice += len(twice)
         for prefix in ("j", "r"):
-            idx = [int(v[1:]) for v in values if v[0] == prefix]
+            idx = [int(v[1:]) for v in dict.fromkeys(values) if v[0] == prefix]
             assert idx == sorted(idx), f"partition {p}: {prefix} records out of send order"
     seen = {(p, v) for p, _, v in consumer.seen}
     missing = [(p, o) for p in range(partitions) for o, v in dstv[p].items() if (p, v.decode()) not in seen]
@@ -388,7 +399,7 @@ def test_switch_three_sidecars_to_a_destination_with_other_node_ids(bed, load_cl
     dups = len(consumer.seen) - len(seen)
     print(f"java {len(jacks)} acks / errors {sorted(set(jerrs))}; librdkafka {len(rdk.acks)} acks / errors "
           f"{sorted({e for _, e in rdk.errs})}; consumer read {dups} records twice, commit errors "
-          f"{sorted(set(consumer.commit_errors))}; switch took "
+          f"{sorted(set(consumer.commit_errors))}; {stored_twice} records stored twice; switch took "
           f"{switched_ms - t_switch:.0f} ms (failover included)")
     assert peers and peers <= sidecar_ports, (peers, sidecar_ports)
 
