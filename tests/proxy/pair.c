@@ -104,3 +104,15 @@ size_t pair_request_to_broker(struct fixture *f, const struct codec_buf *b)
 	}
 	return got;
 }
+
+size_t pair_end_drain(struct fixture *f, int fd, uint8_t *out, size_t cap)
+{
+	size_t got = 0;
+	for (int i = 0; i < 60; i++) {
+		event_base_loop(f->base, EVLOOP_NONBLOCK);
+		ssize_t r = read(fd, out + got, cap - got);
+		if (r > 0)
+			got += (size_t)r;
+	}
+	return got;
+}

@@ -60,4 +60,7 @@ void pair_frame_seal(struct codec_buf *b);
  * returns how many it read (less after 200 rounds without them). */
 size_t pair_request_to_broker(struct fixture *f, const struct codec_buf *b);
 
+/* Everything end `fd` of the pair can read now, after running the loop (60 rounds). */
+size_t pair_end_drain(struct fixture *f, int fd, uint8_t *out, size_t cap);
+
 #endif

@@ -34,18 +34,6 @@ static void broker_send(struct fixture *f, const struct codec_buf *b)
 	cr_assert(eq(i64, (int64_t)write(f->up, b->data, b->len), (int64_t)b->len));
 }
 
-/* Everything an end can read now, after running the loop. */
-static size_t drain(struct fixture *f, int fd, uint8_t *out, size_t cap)
-{
-	size_t got = 0;
-	for (int i = 0; i < 60; i++) {
-		event_base_loop(f->base, EVLOOP_NONBLOCK);
-		ssize_t r = read(fd, out + got, cap - got);
-		if (r > 0)
-			got += (size_t)r;
-	}
-	return got;
-}
 
 /* The frames in `p` (n bytes): their offsets and ApiKeys (requests) or correlation ids. */
 static size_t split(const uint8_t *p, size_t n, size_t *offs, size_t cap)
@@ -75,7 +63,7 @@ static void answer_produce(struct fixture *f, int32_t corr)
 	produce_answer(&r, corr);
 	broker_send(f, &r);
 	uint8_t cl[256];
-	size_t n = drain(f, f->cl, cl, sizeof(cl));
+	size_t n = pair_end_drain(f, f->cl, cl, sizeof(cl));
 	cr_assert(eq(sz, n, r.len));
 	cr_assert(eq(i32, be32(cl + 4), corr));
 	codec_buf_free(&r);
@@ -150,7 +138,7 @@ Test(pidmap, idempotent_batch_waits_for_init_producer_id_then_goes_out_rewritten
 	client_send(&f, &both);
 	uint8_t up[8192];
 	size_t offs[8];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 8), 1), "only syncgate's InitProducerId goes up");
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	cr_assert(eq(i16, be16(up + 6), 2), "v2 before any ApiVersions answer was seen");
@@ -165,7 +153,7 @@ Test(pidmap, idempotent_batch_waits_for_init_producer_id_then_goes_out_rewritten
 	struct codec_buf a = PAIR_BUF;
 	init_pid_answer(&a, 2, 0, 5000, 3);
 	broker_send(&f, &a);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 8), 2), "then the Produce and the request behind it");
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_PRODUCE));
 	cr_assert(eq(sz, offs[1], p.len), "the Produce keeps its size");
@@ -188,7 +176,7 @@ Test(pidmap, idempotent_batch_waits_for_init_producer_id_then_goes_out_rewritten
 	broker_send(&f, &r);
 	cr_assert(eq(i64, (int64_t)write(f.up, hbr, sizeof(hbr)), (int64_t)sizeof(hbr)));
 	uint8_t cl[512];
-	n = drain(&f, f.cl, cl, sizeof(cl));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(sz, split(cl, n, offs, 8), 2));
 	cr_assert(eq(i32, be32(cl + 4), 11));
 	cr_assert(eq(i32, be32(cl + offs[1] + 4), 12));
@@ -209,17 +197,17 @@ Test(pidmap, a_retry_reuses_the_id_and_another_epoch_asks_again)
 	client_send(&f, &p);
 	uint8_t up[8192];
 	size_t offs[8];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 8), 1));
 	init_pid_answer(&a, 2, 0, 5000, 0);
 	broker_send(&f, &a);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	answer_produce(&f, 1);
 
 	/* the same batch again (a retry) */
 	client_send(&f, &p);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 8), 1), "no InitProducerId: the Produce at once");
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_PRODUCE));
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 5000, 0);
@@ -228,12 +216,12 @@ Test(pidmap, a_retry_reuses_the_id_and_another_epoch_asks_again)
 	/* the client bumped its epoch (KIP-360): another key, another id */
 	produce_v9(&p, 2, NULL, 7, 1, 0, false, 10);
 	client_send(&f, &p);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 8), 1));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	init_pid_answer(&a, 2, 0, 5001, 0);
 	broker_send(&f, &a);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 5001, 0);
 	cr_assert(eq(sz, proxy_pidmap_size(f.srv.pidmap), 2));
@@ -254,7 +242,7 @@ Test(pidmap, not_switched_everything_passes_byte_for_byte)
 	codec_write_raw(&both, t.data, t.len);
 	client_send(&f, &both);
 	uint8_t up[8192];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, both.len));
 	cr_assert_not(memcmp(up, both.data, both.len));
 	cr_assert_null(f.srv.pidmap, "nothing allocated");
@@ -272,7 +260,7 @@ Test(pidmap, non_idempotent_batch_passes_unchanged_when_switched)
 	produce_v9(&p, 1, NULL, -1, -1, -1, false, 10);
 	client_send(&f, &p);
 	uint8_t up[8192];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	cr_assert_not(memcmp(up, p.data, p.len));
 	codec_buf_free(&p);
@@ -288,8 +276,8 @@ Test(pidmap, transactional_batch_of_an_id_not_issued_here_is_refused_and_not_for
 	produce_v9(&p, 21, "tx", 9, 0, 0, true, 10);
 	client_send(&f, &p);
 	uint8_t up[8192], cl[1024];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0), "nothing forwarded");
-	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing forwarded");
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(i16, produce_error(cl, n, 21), CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING));
 	cr_assert(eq(dbl, counter("syncgate_switch_transactional_refused_total", ""), refused0 + 1));
 	codec_buf_free(&p);
@@ -304,35 +292,35 @@ Test(pidmap, transactional_batch_passes_under_the_id_issued_to_its_transactional
 	client_init_pid(&i, 31, "tx");
 	client_send(&f, &i);
 	uint8_t up[8192], cl[1024];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, i.len));
 	cr_assert_not(memcmp(up, i.data, i.len), "the client's own InitProducerId passes unchanged");
 	init_pid_answer(&a, 4, 0, 77, 2);
 	a.data[4] = 0, a.data[5] = 0, a.data[6] = 0, a.data[7] = 31; /* correlation id 31 */
 	broker_send(&f, &a);
-	n = drain(&f, f.cl, cl, sizeof(cl));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(sz, n, a.len));
 	cr_assert_not(memcmp(cl, a.data, a.len), "and its answer too");
 
 	/* a transactional batch of that id and TransactionalId: forwarded byte for byte */
 	produce_v9(&p, 32, "tx", 77, 2, 0, true, 10);
 	client_send(&f, &p);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	cr_assert_not(memcmp(up, p.data, p.len));
 	answer_produce(&f, 32);
 	/* a later epoch of it too (KIP-890 transactions bump it at each EndTxn) */
 	produce_v9(&p, 33, "tx", 77, 3, 0, true, 10);
 	client_send(&f, &p);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	cr_assert_not(memcmp(up, p.data, p.len));
 	answer_produce(&f, 33);
 	/* the same id under another TransactionalId: not issued to it */
 	produce_v9(&p, 34, "other", 77, 2, 0, true, 10);
 	client_send(&f, &p);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0));
-	n = drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(i16, produce_error(cl, n, 34), CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING));
 	codec_buf_free(&i);
 	codec_buf_free(&a);
@@ -366,13 +354,13 @@ Test(pidmap, init_producer_id_error_closes_the_pair_and_nothing_is_forwarded)
 	client_send(&f, &hb);
 	uint8_t up[8192];
 	size_t offs[4];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, split(up, n, offs, 4), 1));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	init_pid_answer(&a, 2, CODEC_ERROR_CLUSTER_AUTHORIZATION_FAILED, -1, -1); /* not retriable */
 	broker_send(&f, &a);
 	cr_assert(closed(&f), "the client sees the connection close (and retries)");
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, 0), "neither the Produce nor the request behind it went up");
 	cr_assert(eq(dbl, counter("syncgate_switch_producer_id_requests_total", "outcome=\"error\""), errors0 + 1));
 	cr_assert(eq(sz, proxy_pidmap_size(f.srv.pidmap), 0));
@@ -390,22 +378,22 @@ Test(pidmap, the_version_follows_the_brokers_api_versions_answer)
 	uint8_t av[] = { 0, 0, 0, 10, 0, 18, 0, 0, 0, 0, 0, 5, 0xff, 0xff };
 	cr_assert(eq(i64, (int64_t)write(f.cl, av, sizeof(av)), (int64_t)sizeof(av)));
 	uint8_t up[8192], cl[256];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), sizeof(av)));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), sizeof(av)));
 	uint8_t ans[] = { 0, 0, 0, 16, 0, 0, 0, 5, 0, 0, 0, 0, 0, 1, 0, 22, 0, 0, 0, 4 };
 	cr_assert(eq(i64, (int64_t)write(f.up, ans, sizeof(ans)), (int64_t)sizeof(ans)));
-	cr_assert(eq(sz, drain(&f, f.cl, cl, sizeof(cl)), sizeof(ans)));
+	cr_assert(eq(sz, pair_end_drain(&f, f.cl, cl, sizeof(cl)), sizeof(ans)));
 	cr_assert(f.c->init_pid_known);
 	cr_assert(eq(i16, proxy_pidmap_version(f.c), 4));
 	struct codec_buf p = PAIR_FLEX_BUF, a = PAIR_BUF;
 	size_t at = produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
 	client_send(&f, &p);
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	cr_assert(eq(i16, be16(up + 6), 4));
 	cr_assert(eq(sz, n, 4 + 19 + 1 + 4 + 8 + 2 + 1), "v3+: ProducerId and ProducerEpoch -1 asked");
 	init_pid_answer(&a, 4, 0, 6000, 0);
 	broker_send(&f, &a);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 6000, 0);
 	codec_buf_free(&p);
@@ -437,7 +425,7 @@ Test(pidmap, a_large_produce_is_read_whole_not_streamed_when_switched)
 			n += (size_t)r;
 	}
 	cr_assert(eq(sz, off, p.len));
-	n += drain(&f, f.up, up + n, p.len + 4096 - n);
+	n += pair_end_drain(&f, f.up, up + n, p.len + 4096 - n);
 	cr_assert(eq(sz, n, 4 + 19 + 1 + 4 + 1), "only the InitProducerId (v2) went up: the Produce was not streamed");
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	init_pid_answer(&a, 2, 0, 7000, 1);
@@ -470,21 +458,21 @@ Test(pidmap, the_same_producer_id_of_two_clients_goes_out_under_two_ids)
 	memcpy(q.data + 14, "jav2", 4); /* ClientId */
 	uint8_t up[8192];
 	client_send(&f, &p);
-	cr_assert(gt(sz, drain(&f, f.up, up, sizeof(up)), 0));
+	cr_assert(gt(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	init_pid_answer(&a, 2, 0, 5000, 0);
 	broker_send(&f, &a);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), p.len));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), p.len));
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 5000, 0);
 	answer_produce(&f, 1);
 	client_send(&f, &q);
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	size_t offs[4];
 	cr_assert(eq(sz, split(up, n, offs, 4), 1));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "another client: its own id");
 	init_pid_answer(&a, 2, 0, 5001, 0);
 	broker_send(&f, &a);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), q.len));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), q.len));
 	expect_rewritten(up + at, q.data + at, q.len - at - 3, 5001, 0);
 	cr_assert(eq(sz, proxy_pidmap_size(f.srv.pidmap), 2));
 	codec_buf_free(&p);
@@ -503,7 +491,7 @@ Test(pidmap, a_retriable_error_asks_again_after_a_backoff_while_the_produce_wait
 	size_t at = produce_v9(&p, 51, NULL, 7, 0, 0, false, 10);
 	client_send(&f, &p);
 	uint8_t up[8192];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	size_t ask_len = n;
 	init_pid_answer(&a, 2, CODEC_ERROR_COORDINATOR_LOAD_IN_PROGRESS, -1, -1);
@@ -511,7 +499,7 @@ Test(pidmap, a_retriable_error_asks_again_after_a_backoff_while_the_produce_wait
 	n = 0;
 	for (int i = 0; i < 400 && n < ask_len; i++) { /* the backoff: 50 ms */
 		usleep(1000);
-		n += drain(&f, f.up, up + n, sizeof(up) - n);
+		n += pair_end_drain(&f, f.up, up + n, sizeof(up) - n);
 	}
 	cr_assert(eq(sz, n, ask_len), "asked again, and nothing else went up");
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
@@ -519,7 +507,7 @@ Test(pidmap, a_retriable_error_asks_again_after_a_backoff_while_the_produce_wait
 	cr_assert(eq(dbl, counter("syncgate_switch_producer_id_requests_total", "outcome=\"retried\""), retried0 + 1));
 	init_pid_answer(&a, 2, 0, 8000, 0);
 	broker_send(&f, &a);
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 8000, 0);
 	codec_buf_free(&p);
@@ -537,21 +525,21 @@ Test(pidmap, a_client_that_closes_while_its_produce_waits_still_has_it_delivered
 	size_t at = produce_v9(&p, 61, NULL, 7, 0, 0, false, 10);
 	client_send(&f, &p);
 	uint8_t up[8192];
-	drain(&f, f.up, up, sizeof(up));
+	pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	close(f.cl);
 	f.cl = -1;
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
 	init_pid_answer(&a, 2, 0, 9000, 0);
 	broker_send(&f, &a);
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len));
 	expect_rewritten(up + at, p.data + at, p.len - at - 3, 9000, 0);
 	struct codec_buf r = PAIR_BUF;
 	produce_answer(&r, 61);
 	broker_send(&f, &r); /* read and dropped: nobody is acknowledged */
 	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
-		drain(&f, f.up, up, sizeof(up));
+		pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, f.srv.nconns, 0), "then the pair is freed");
 	codec_buf_free(&p);
 	codec_buf_free(&a);
@@ -568,13 +556,13 @@ Test(pidmap, a_new_producer_id_from_an_end_txn_v5_answer_is_issued_to_its_transa
 	client_end_txn(&q, 71, "tx", 77, 32766);
 	client_send(&f, &q);
 	uint8_t up[8192], cl[256];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), q.len), "forwarded unchanged");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), q.len), "forwarded unchanged");
 	end_txn_answer(&a, 71, 78, 0);
 	broker_send(&f, &a);
-	cr_assert(eq(sz, drain(&f, f.cl, cl, sizeof(cl)), a.len), "answered unchanged");
+	cr_assert(eq(sz, pair_end_drain(&f, f.cl, cl, sizeof(cl)), a.len), "answered unchanged");
 	produce_v9(&p, 72, "tx", 78, 0, 0, true, 10);
 	client_send(&f, &p);
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len), "the new id's transactional batch passes");
 	cr_assert_not(memcmp(up, p.data, p.len));
 	codec_buf_free(&q);

@@ -19,17 +19,6 @@ static const char *yaml = "mode: sidecar\n"
 			  "listen:\n  kafka: 127.0.0.1:19092\n"
 			  "upstream:\n  broker: 127.0.0.1:9092\n";
 
-static size_t drain(struct fixture *f, int fd, uint8_t *out, size_t cap)
-{
-	size_t got = 0;
-	for (int i = 0; i < 60; i++) {
-		event_base_loop(f->base, EVLOOP_NONBLOCK);
-		ssize_t r = read(fd, out + got, cap - got);
-		if (r > 0)
-			got += (size_t)r;
-	}
-	return got;
-}
 
 static void gated_pair(struct fixture *f, bool switched)
 {
@@ -95,15 +84,15 @@ Test(retried, switched_a_retry_of_an_appended_batch_is_answered_and_not_forwarde
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	uint8_t up[8192], cl[1024];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0), "nothing upstream: no InitProducerId, no Produce");
-	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing upstream: no InitProducerId, no Produce");
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(i16, produce_error(cl, n, 1), CODEC_ERROR_NONE), "acknowledged");
 	cr_assert(eq(dbl, answered("switched"), before + 1));
 
 	/* the next batch (sequence 1) was never appended: it goes on to be remapped */
 	produce_v9(&p, 2, NULL, 7, 0, 1, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	n = drain(&f, f.up, up, sizeof(up));
+	n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(ge(sz, n, 6));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "a batch not remembered is remapped");
 	codec_buf_free(&p);
@@ -119,7 +108,7 @@ Test(retried, switched_another_epoch_or_partition_is_not_a_retry)
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);     /* epoch 0, sequence 0 */
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	uint8_t up[8192];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(ge(sz, n, 6));
 	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
 	codec_buf_free(&p);
@@ -135,7 +124,7 @@ Test(retried, not_switched_nor_fenced_the_retry_goes_to_the_broker_byte_for_byte
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	uint8_t up[8192];
-	size_t n = drain(&f, f.up, up, sizeof(up));
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(eq(sz, n, p.len), "the broker answers its own duplicate");
 	cr_assert_not(memcmp(up, p.data, p.len));
 	codec_buf_free(&p);

@@ -25,18 +25,6 @@ static uint16_t be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* Everything an end can read now, after running the loop. */
-static size_t drain(struct fixture *f, int fd, uint8_t *out, size_t cap)
-{
-	size_t got = 0;
-	for (int i = 0; i < 60; i++) {
-		event_base_loop(f->base, EVLOOP_NONBLOCK);
-		ssize_t r = read(fd, out + got, cap - got);
-		if (r > 0)
-			got += (size_t)r;
-	}
-	return got;
-}
 
 /* A request header (size placeholder first) for key/version; the body's encoding follows the table. */
 static void request_header(struct codec_buf *b, int16_t key, int16_t version, int32_t corr)
@@ -95,14 +83,14 @@ Test(versions, api_versions_v5_names_the_client_and_advertises_produce_v14)
 	api_versions_request(&rq, 5, 7);
 	uint8_t up[4096], cl[4096];
 	send_to(f.cl, &rq);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded");
 	cr_assert(memcmp(up, rq.data, rq.len) == 0, "byte for byte");
 	cr_assert(f.c->client_named);
 	cr_assert(eq(str, f.c->client_name, "unit-client"));
 	cr_assert(eq(str, f.c->client_version, "9.9"));
 	api_versions_answer(&an, 5, 7, 5);
 	send_to(f.up, &an);
-	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(gt(sz, n, 8));
 	struct codec_iov body = {cl + 8, n - 8};
 	struct codec_api_versions_response m;
@@ -128,7 +116,7 @@ Test(versions, too_new_api_versions_is_answered_unsupported_version)
 	api_versions_request(&rq, future, 9);
 	uint8_t up[4096], cl[4096];
 	send_to(f.cl, &rq);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded unchanged");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded unchanged");
 	cr_assert(memcmp(up, rq.data, rq.len) == 0);
 	cr_assert_not(f.c->client_named, "nothing read from a version syncgate does not know");
 	char *text = metrics_render();
@@ -137,7 +125,7 @@ Test(versions, too_new_api_versions_is_answered_unsupported_version)
 	/* a broker that serves it: its answer (ApiVersions up to `future`) never reaches the client */
 	api_versions_answer(&an, future, 9, future);
 	send_to(f.up, &an);
-	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(sz, n, 4 + 4 + 2 + 4 + 6), "v0 layout: error, one ApiVersions entry");
 	cr_assert(eq(u32, be16(cl + 8), CODEC_ERROR_UNSUPPORTED_VERSION));
 	struct codec_iov body = {cl + 8, n - 8};
@@ -154,7 +142,7 @@ Test(versions, too_new_api_versions_is_answered_unsupported_version)
 	rq = (struct codec_buf)PAIR_BUF;
 	api_versions_request(&rq, CODEC_API_VERSIONS_MAX, 10);
 	send_to(f.cl, &rq);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), rq.len));
 	cr_assert(f.c->client_named);
 	codec_buf_free(&rq);
 	codec_buf_free(&an);
@@ -175,7 +163,7 @@ Test(versions, too_new_produce_closes_with_nothing_forwarded)
 	pair_frame_seal(&rq);
 	send_to(f.cl, &rq);
 	uint8_t up[4096];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0), "never forwarded: its ack could not be held");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "never forwarded: its ack could not be held");
 	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
 		event_base_loop(f.base, EVLOOP_NONBLOCK);
 	cr_assert(eq(u64, (uint64_t)f.srv.nconns, 0), "the pair is closed");
@@ -193,7 +181,7 @@ Test(versions, too_new_sasl_handshake_passes_unchanged)
 	pair_frame_seal(&rq);
 	send_to(f.cl, &rq);
 	uint8_t up[4096];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), rq.len));
 	cr_assert(memcmp(up, rq.data, rq.len) == 0);
 	cr_assert(eq(str, f.c->sasl_mech, ""), "its mechanism is not read");
 	codec_buf_free(&rq);
@@ -226,7 +214,7 @@ Test(versions, end_txn_is_advertised_no_higher_than_decoded)
 	api_versions_request(&rq, 5, 7);
 	uint8_t up[4096], cl[4096];
 	send_to(f.cl, &rq);
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), rq.len));
 	struct codec_api_version_range keys[] = {
 		{CODEC_API_API_VERSIONS, 0, 5, {0}},
 		{CODEC_API_END_TXN, 0, (int16_t)(decoded + 1), {0}},
@@ -237,7 +225,7 @@ Test(versions, end_txn_is_advertised_no_higher_than_decoded)
 	cr_assert(eq(int, codec_api_versions_response_encode(&m, 5, &an), CODEC_OK));
 	pair_frame_seal(&an);
 	send_to(f.up, &an);
-	size_t n = drain(&f, f.cl, cl, sizeof(cl));
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(gt(sz, n, 8));
 	struct codec_iov body = {cl + 8, n - 8};
 	struct codec_api_versions_response got;
@@ -259,7 +247,7 @@ Test(versions, too_new_end_txn_closes_when_commits_are_gated)
 	future_end_txn(&rq, 5);
 	send_to(f.cl, &rq);
 	uint8_t up[4096];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), 0), "never forwarded: its commit could not be held");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "never forwarded: its commit could not be held");
 	for (int i = 0; i < 200 && f.srv.nconns > 0; i++)
 		event_base_loop(f.base, EVLOOP_NONBLOCK);
 	cr_assert(eq(u64, (uint64_t)f.srv.nconns, 0), "the pair is closed");
@@ -278,7 +266,7 @@ Test(versions, too_new_end_txn_passes_when_only_data_is_gated)
 	future_end_txn(&rq, 6);
 	send_to(f.cl, &rq);
 	uint8_t up[4096];
-	cr_assert(eq(sz, drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded: gate.transactions data holds no commit");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), rq.len), "forwarded: gate.transactions data holds no commit");
 	cr_assert(memcmp(up, rq.data, rq.len) == 0);
 	cr_assert(eq(u64, (uint64_t)f.srv.nconns, 1));
 	char *text = metrics_render();
