@@ -173,6 +173,8 @@ int proxy_retried_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 	if (!c->srv->gate || !c->srv->pidmap || req->acks == 0 || !proxy_pidmap_appended_size(c->srv->pidmap))
 		return 0;
 	bool switched = c->srv->switched, fenced;
+	if (!switched && !mirror_gate_any_fenced(c->srv->gate))
+		return 0; /* the broker de-duplicates its own retries: nothing looked up */
 	struct codec_produce_response resp = { 0 };
 	int built = build_answer(c, req, !switched || switched_offsets_preserved(c->srv), &resp, &fenced);
 	int rc = built;
