@@ -225,11 +225,16 @@ struct mirror_gate {
 	struct mirror_switch *switches;
 	void (*on_switch)(void *arg, const struct conf_mirror *cm);
 	void *on_switch_arg;
+	/* PRODUCER_ID records (producer_claims.c): the data path's hook */
+	void (*on_claim)(void *arg, const struct mirror_producer_claim *pc);
+	void *on_claim_arg;
 };
 
 /* switch.c: apply a SWITCH record of `l` read from the state log (or
  * appended without one). Loop thread. */
 void mirror_switch_apply(struct mirror_gate *g, struct mirror_link *l, const struct mirror_record *r);
+/* producer_claims.c: a PRODUCER_ID record of `l` read from the log goes to the data path's hook. */
+void mirror_producer_claim_apply(struct mirror_gate *g, struct mirror_link *l, const struct mirror_record *r);
 /* commits.c: synchronous consumer-group commits. Loop thread. */
 /* A mirror's commit client has results queued (MIRROR_MSG_COMMIT_RESULT `id`). */
 void mirror_commits_results(struct mirror_gate *g, uint64_t id);

@@ -25,6 +25,7 @@ const char *mirror_rec_kind_str(enum mirror_rec_kind k)
 		[MIRROR_REC_FENCE] = "FENCE",
 		[MIRROR_REC_UNFENCE] = "UNFENCE",
 		[MIRROR_REC_SWITCH] = "SWITCH",
+		[MIRROR_REC_PRODUCER_ID] = "PRODUCER_ID",
 	};
 	return (unsigned)k < MIRROR_REC_COUNT ? s[k] : "?";
 }
@@ -157,6 +158,20 @@ char *mirror_record_to_json(const char *mirror, const char *topic, const struct 
 			      (json_int_t)r->based_on, "origin", origin, "seq", (json_int_t)r->seq);
 	if (!j)
 		return NULL;
+	if (r->kind == MIRROR_REC_PRODUCER_ID) {
+		char client[24];
+		snprintf(client, sizeof(client), "%016" PRIx64, r->claim.client);
+		json_t *c = json_pack("{s:s, s:I, s:i, s:I, s:i}", "client", client, "producer_id",
+				      (json_int_t)r->claim.producer_id, "epoch", (int)r->claim.epoch,
+				      "dest_producer_id", (json_int_t)r->claim.dest_producer_id, "dest_epoch",
+				      (int)r->claim.dest_epoch);
+		if (!c || json_object_update(j, c) != 0) {
+			json_decref(c);
+			json_decref(j);
+			return NULL;
+		}
+		json_decref(c);
+	}
 	char *s = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
 	return s;
@@ -193,6 +208,18 @@ int mirror_record_from_json(const char *buf, size_t len, char *mirror, size_t mi
 	r->based_on = json_is_integer(based) ? (int64_t)json_integer_value(based) : -1;
 	r->seq = json_is_integer(seq) ? (uint64_t)json_integer_value(seq) : 0;
 	r->origin = origin ? strtoull(origin, NULL, 16) : 0;
+	if (r->kind == MIRROR_REC_PRODUCER_ID) {
+		const char *client = json_string_value(json_object_get(j, "client"));
+		json_t *pid = json_object_get(j, "producer_id"), *ep = json_object_get(j, "epoch");
+		json_t *dpid = json_object_get(j, "dest_producer_id"), *dep = json_object_get(j, "dest_epoch");
+		if (!client || !json_is_integer(pid) || !json_is_integer(ep) || !json_is_integer(dpid) ||
+		    !json_is_integer(dep) || json_integer_value(dpid) < 0)
+			goto out;
+		r->claim = (struct mirror_producer_claim){ strtoull(client, NULL, 16), (int64_t)json_integer_value(pid),
+							   (int16_t)json_integer_value(ep),
+							   (int64_t)json_integer_value(dpid),
+							   (int16_t)json_integer_value(dep) };
+	}
 	rc = 0;
 out:
 	json_decref(j);

@@ -29,6 +29,8 @@ enum mirror_rec_kind {
 	MIRROR_REC_UNFENCE,  /* operator syncgate-ctl unfence: Produce accepted again */
 	MIRROR_REC_SWITCH,   /* operator syncgate-ctl switch: every sidecar serves the mirror's
 			      * destination (a mirror-level record, topic "*"; switch.c) */
+	MIRROR_REC_PRODUCER_ID, /* a switched sidecar: a client producer's destination id; the first
+				 * claim of a key wins on every sidecar (mirror-level; producer_claims.c) */
 	MIRROR_REC_COUNT
 };
 const char *mirror_rec_kind_str(enum mirror_rec_kind k);
@@ -68,6 +70,7 @@ struct mirror_record {
 	int64_t based_on;           /* REGISTER/DEMOTE: generation decided on; -1 unconditional */
 	uint64_t origin;            /* sidecar instance that wrote it (0 unknown) */
 	uint64_t seq;               /* per-origin sequence number (admin calls wait for it) */
+	struct mirror_producer_claim claim; /* PRODUCER_ID */
 };
 
 /** What applying one record did. */

@@ -482,6 +482,40 @@ struct mirror_switch *mirror_gate_switch(struct mirror_gate *g, const char *mirr
 void mirror_switch_cancel(struct mirror_switch *s);
 
 /**
+ * One switched producer's destination id, as a sidecar claims it in the
+ * state log (docs/switchover.md "Producer state"): the client (its
+ * ClientId-and-host hash, proxy_pidmap_client) and its source-issued
+ * producer id and epoch, mapped to the producer id and epoch the
+ * destination issued to the claiming sidecar.
+ */
+struct mirror_producer_claim {
+	uint64_t client;
+	int64_t producer_id;
+	int16_t epoch;
+	int64_t dest_producer_id;
+	int16_t dest_epoch;
+};
+
+/**
+ * Append a PRODUCER_ID record of `mirror` (mirror-level, topic "*") with
+ * `pc` to the state log. Every sidecar applies the records of a key in log
+ * order, and the first claim of a (client, producer id, epoch) is the one
+ * every sidecar uses (mirror_gate_on_producer_claim), so a client whose
+ * retries move between sidecars keeps one destination id. 0 appended
+ * (applied when read back), -1 when there is no state log or it cannot be
+ * appended (the caller uses its own id). Loop thread.
+ */
+int mirror_gate_claim_producer(struct mirror_gate *g, const char *mirror, const struct mirror_producer_claim *pc);
+
+/**
+ * Register the data path's hook: `fn(arg, pc)` runs on the loop thread for
+ * every PRODUCER_ID record applied (also while the log is read at boot, so
+ * a restarted sidecar learns every claim). NULL: none.
+ */
+void mirror_gate_on_producer_claim(struct mirror_gate *g,
+				   void (*fn)(void *arg, const struct mirror_producer_claim *pc), void *arg);
+
+/**
  * Register the data path's hook: `fn(arg, cm)` runs on the loop thread when
  * a SWITCH record of mirror `cm` is applied (once per process; also while
  * the state log is read at boot, before anything is served). NULL: none.

@@ -261,6 +261,10 @@ void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t le
 		state_changed(g);
 		return;
 	}
+	if (r.kind == MIRROR_REC_PRODUCER_ID) { /* mirror-level, the data path's (producer_claims.c) */
+		mirror_producer_claim_apply(g, l, &r);
+		return;
+	}
 	struct mirror_tstate *t = mirror_tstate_get(l, topic, true);
 	if (!t)
 		return;

@@ -338,6 +338,9 @@ struct proxy_conn {
 					* is handled (nor read) until its answer */
 	bool pid_again;                /* that answer came: the next frame handled is the same
 					* Produce again (request.c does not count it twice) */
+	bool pid_claiming;             /* pid_wait lasts until the state log gives back the first
+					* claim of pid_claim's key (pidmap_claim.c) */
+	struct mirror_producer_claim pid_claim; /* what this sidecar claimed: its own InitProducerId answer */
 	bool init_pid_known;           /* init_pid_max was learnt */
 	int16_t init_pid_max;          /* the broker's highest InitProducerId version (its ApiVersions
 					* answer on this connection, response.c) */

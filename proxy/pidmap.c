@@ -325,17 +325,6 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 	return 0;
 }
 
-/* The waiting Produce is handled again (the client framing loop, deferred). */
-static void resume(struct proxy_conn *c)
-{
-	c->pid_wait = false;
-	c->pid_again = true;
-	if (!c->client)
-		return;
-	c->ops->update_flow(c);
-	if (evbuffer_get_length(bufferevent_get_input(c->client)) >= 4)
-		bufferevent_trigger(c->client, EV_READ, BEV_OPT_DEFER_CALLBACKS);
-}
 
 /* Error codes after which the broker may issue an id when asked again. */
 static bool retriable(int16_t code)
@@ -411,16 +400,23 @@ void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const stru
 	}
 	metric_add(m_requests[outcome], 1);
 	if (outcome == PROXY_PID_ISSUED && a && server_map(c->srv)) {
-		proxy_pidmap_learn(c->srv->pidmap, a->client, a->pid, a->epoch, r.producer_id, r.producer_epoch);
+		struct mirror_producer_claim pc = { a->client, a->pid, a->epoch, r.producer_id, r.producer_epoch };
+		bool claimed = proxy_pidmap_claim(c, &pc); /* waits for the log's first claim of the key */
+		if (!claimed) /* no state log: this sidecar's own id */
+			proxy_pidmap_learn(c->srv->pidmap, a->client, a->pid, a->epoch, r.producer_id,
+					   r.producer_epoch);
 		uint64_t suppressed = 0;
 		if (proxy_log_allow(&remap_log, mirror_now_ms(), &suppressed))
 			LOG_I("producer_id_remapped", "conn=%llu peer=%s producer_id=%lld epoch=%d "
-			      "dest_producer_id=%lld dest_epoch=%d suppressed=%llu reason=\"switched: the client's "
-			      "idempotent batches go out under a producer id this cluster issued\"",
+			      "dest_producer_id=%lld dest_epoch=%d claimed=%s suppressed=%llu reason=\"switched: the "
+			      "client's idempotent batches go out under a producer id this cluster issued (claimed: "
+			      "the state log's first claim of it is used)\"",
 			      (unsigned long long)c->id, c->peer, (long long)a->pid, a->epoch,
-			      (long long)r.producer_id, r.producer_epoch, (unsigned long long)suppressed);
+			      (long long)r.producer_id, r.producer_epoch, claimed ? "true" : "false",
+			      (unsigned long long)suppressed);
 		codec_init_producer_id_response_free(&r);
-		resume(c);
+		if (!claimed)
+			proxy_pidmap_resume(c);
 		return;
 	}
 	uint64_t suppressed = 0;

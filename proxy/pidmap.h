@@ -112,6 +112,24 @@ size_t proxy_pidmap_appended_size(const struct proxy_pidmap *m);
 struct proxy_produce_part;
 void proxy_pidmap_note_appended(struct proxy_conn *c, const struct proxy_produce_part *q, const char *topic,
 				int64_t base_offset);
+/* How long a switched sidecar waits for the state log to give back its
+ * claim of a destination producer id before it uses its own (pidmap_claim.c) */
+#define PROXY_PIDMAP_CLAIM_MS 5000
+struct mirror_producer_claim;
+/**
+ * The destination id `pc` this sidecar's own InitProducerId got for a
+ * client producer, on a switched sidecar with a state log: appended as a
+ * claim; the connection's Produce keeps waiting (c->pid_wait) until the
+ * log's first claim of the key is learnt (every sidecar keeps the first) or
+ * PROXY_PIDMAP_CLAIM_MS pass (then its own id). True: claimed, waiting.
+ * False: no state log, or it could not be appended: learn `pc` now.
+ * Loop thread.
+ */
+bool proxy_pidmap_claim(struct proxy_conn *c, const struct mirror_producer_claim *pc);
+/** The Produce waiting on `c` is handled again (the client framing loop, deferred). Loop thread. */
+void proxy_pidmap_resume(struct proxy_conn *c);
+/** Register the gate's hook for the PRODUCER_ID records of the state log (server.c). */
+void proxy_pidmap_claims_register(struct proxy_server *srv);
 /** Remember that the broker issued `pid` to the TransactionalId whose hash is `txn_tag`. */
 void proxy_pidmap_issue(struct proxy_pidmap *m, int64_t pid, uint64_t txn_tag);
 /** Whether `pid` was issued to the TransactionalId whose hash is `txn_tag` (the last one it was). Pure. */

@@ -66,6 +66,7 @@ struct proxy_server *proxy_server_new(struct event_base *base, const struct conf
 		return NULL;
 	}
 	proxy_switch_register(srv);
+	proxy_pidmap_claims_register(srv);
 	proxy_topic_ids_on_recreated(srv->topic_ids, topic_recreated, srv);
 	/* switch.* configured: nothing is served before the state log says which cluster */
 	if (!srv->switched && conf->switch_base_port > 0 && gate && !mirror_gate_state_ready(gate))

@@ -397,9 +397,12 @@ def test_switch_three_sidecars_to_a_destination_with_other_node_ids(bed, load_cl
     missing = [(p, o) for p in range(partitions) for o, v in dstv[p].items() if (p, v.decode()) not in seen]
     assert not missing, f"the consumer group skipped {len(missing)} records, e.g. {missing[:5]}"
     dups = len(consumer.seen) - len(seen)
+    claims = [{u: sg.metric('syncgate_switch_producer_id_claims_total{used="%s"}' % u)
+               for u in ("own", "other", "timeout")} for sg in sgs]
     print(f"java {len(jacks)} acks / errors {sorted(set(jerrs))}; librdkafka {len(rdk.acks)} acks / errors "
           f"{sorted({e for _, e in rdk.errs})}; consumer read {dups} records twice, commit errors "
-          f"{sorted(set(consumer.commit_errors))}; {stored_twice} records stored twice; switch took "
+          f"{sorted(set(consumer.commit_errors))}; {stored_twice} records stored twice; producer id claims "
+          f"{claims}; switch took "
           f"{switched_ms - t_switch:.0f} ms (failover included)")
     assert peers and peers <= sidecar_ports, (peers, sidecar_ports)
 

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "mirror/internal.h"
 #include "pidmap_frames.h"
 
 static const char *yaml = "mode: sidecar\n"
@@ -128,5 +129,43 @@ Test(retried, not_switched_nor_fenced_the_retry_goes_to_the_broker_byte_for_byte
 	cr_assert(eq(sz, n, p.len), "the broker answers its own duplicate");
 	cr_assert_not(memcmp(up, p.data, p.len));
 	codec_buf_free(&p);
+	pair_fini(&f);
+}
+
+/* ---- one destination id per client producer on every sidecar (pidmap_claim.c) ---- */
+
+static const char *yaml_mirror = "mode: sidecar\n"
+				 "listen:\n  kafka: 127.0.0.1:19092\n"
+				 "upstream:\n  broker: 127.0.0.1:9092\n"
+				 "mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [t]\n";
+
+static void claim_record(struct fixture *f, int64_t offset, uint64_t client, int64_t pid, int64_t dest)
+{
+	struct mirror_record r = { .kind = MIRROR_REC_PRODUCER_ID, .type = MIRROR_SYNC, .based_on = -1,
+				   .claim = { client, pid, 0, dest, 0 } };
+	char *j = mirror_record_to_json("dr", "*", &r);
+	cr_assert_not_null(j);
+	mirror_gate_apply_record(f->srv.gate, j, strlen(j), offset);
+	free(j);
+}
+
+Test(retried, the_first_claim_of_a_producer_in_the_state_log_is_the_one_every_sidecar_uses)
+{
+	struct fixture f;
+	pair_init(&f, yaml_mirror);
+	f.srv.gate = mirror_gate_new_ex(f.base, f.conf, MIRROR_GATE_NO_WORKERS);
+	cr_assert_not_null(f.srv.gate);
+	proxy_pidmap_claims_register(&f.srv);
+	/* as a sidecar reads the log: two claims of one key (two sidecars asked at once), then another key */
+	claim_record(&f, 0, 77, 5, 1001);
+	claim_record(&f, 1, 77, 5, 1002);
+	claim_record(&f, 2, 78, 5, 1003);
+	int64_t pid;
+	int16_t epoch;
+	cr_assert(proxy_pidmap_lookup(f.srv.pidmap, 77, 5, 0, &pid, &epoch));
+	cr_assert(eq(i64, pid, 1001), "the first claim wins, later ones change nothing");
+	cr_assert(proxy_pidmap_lookup(f.srv.pidmap, 78, 5, 0, &pid, &epoch));
+	cr_assert(eq(i64, pid, 1003), "another client is another key");
+	cr_assert_not(proxy_pidmap_lookup(f.srv.pidmap, 77, 5, 1, &pid, &epoch), "another epoch is another key");
 	pair_fini(&f);
 }
