@@ -346,3 +346,12 @@ void proxy_conn_drain_close(struct proxy_conn *c, enum proxy_close_cause cause)
 	if (evbuffer_get_length(bufferevent_get_output(c->client)) == 0)
 		event_active(c->close_ev, EV_TIMEOUT, 0);
 }
+
+struct proxy_conn *proxy_conn_by_id(struct proxy_server *srv, uint64_t id)
+{
+	struct proxy_conn *c;
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c->id == id)
+			return c;
+	return NULL;
+}

@@ -474,6 +474,11 @@ void proxy_conn_close(struct proxy_conn *c, enum proxy_close_cause cause);
  */
 struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t client_fd,
 				      evutil_socket_t upstream_fd);
+/**
+ * The server's pair whose id is `id` (a timer finds its connection again
+ * this way: it may be gone by then), or NULL. O(connections); loop thread.
+ */
+struct proxy_conn *proxy_conn_by_id(struct proxy_server *srv, uint64_t id);
 /** Free the pair now (server teardown, the close event). */
 void proxy_conn_free(struct proxy_conn *c);
 /** Stop reading, send what is owed to the client, then close (at once when LINGERING). */

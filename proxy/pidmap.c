@@ -346,10 +346,7 @@ static void retry_cb(evutil_socket_t fd, short what, void *arg)
 	struct pid_retry *r = arg;
 	(void)fd;
 	(void)what;
-	struct proxy_conn *c;
-	TAILQ_FOREACH(c, &r->srv->conns, link)
-		if (c->id == r->conn)
-			break;
+	struct proxy_conn *c = proxy_conn_by_id(r->srv, r->conn);
 	if (c && c->pid_wait && c->upstream && c->client &&
 	    (c->state == PROXY_CONN_OPEN || c->state == PROXY_CONN_CONNECTING) &&
 	    ask(c, r->ask.client, r->ask.pid, r->ask.epoch, r->ask.attempt + 1) < 0)

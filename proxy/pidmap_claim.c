@@ -93,10 +93,7 @@ static void claim_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	struct claim_wait *w = arg;
 	(void)fd;
 	(void)what;
-	struct proxy_conn *c;
-	TAILQ_FOREACH(c, &w->srv->conns, link)
-		if (c->id == w->conn)
-			break;
+	struct proxy_conn *c = proxy_conn_by_id(w->srv, w->conn);
 	if (c && c->pid_claiming && same_key(&c->pid_claim, &w->pc) && c->state != PROXY_CONN_CLOSING) {
 		int64_t pid;
 		int16_t epoch;
