@@ -23,8 +23,9 @@
  *     answer is written again (error 0, the remembered base offsets) and held
  *     by the gate like the broker's own (hold.c), so it is success only once
  *     every mirror has the records — e->replayed: it vouches for no source HW;
- *   - switched: answered success at once (the failover verified the
- *     destination holds every record the source appended), at the remembered
+ *   - switched, every topic of the request failed over by the mirror served
+ *     now: answered success at once (its failover verified the destination
+ *     holds every record the source appended), at the remembered
  *     base offset when the mirror preserves offsets, else at -1 (unknown, as a
  *     broker answers a duplicate it holds no offset for).
  * A request mixing remembered and other batches goes on as before (refused
@@ -84,7 +85,10 @@ static int build_answer(struct proxy_conn *c, const struct codec_produce_request
 		const char *name = req_topic_name(c, rt);
 		if (!name || !rt->npartitions)
 			return 0;
-		*fenced |= mirror_gate_fenced_by(c->srv->gate, name) != NULL;
+		const char *by = mirror_gate_fenced_by(c->srv->gate, name);
+		if (c->srv->switched && (!by || strcmp(by, c->srv->switch_mirror) != 0))
+			return 0; /* not failed over by the mirror served now: its destination may lack it */
+		*fenced |= by != NULL;
 		for (size_t p = 0; p < rt->npartitions; p++) {
 			const struct codec_produce_partition_req *rp = &rt->partitions[p];
 			int32_t first, last;

@@ -21,6 +21,34 @@ static const char *yaml = "mode: sidecar\n"
 			  "upstream:\n  broker: 127.0.0.1:9092\n";
 
 
+static const char *yaml_mirror = "mode: sidecar\n"
+				 "listen:\n  kafka: 127.0.0.1:19092\n"
+				 "upstream:\n  broker: 127.0.0.1:9092\n"
+				 "mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [t]\n";
+
+/* A record of mirror dr read from the state log (offset `offset`). */
+static void log_record(struct fixture *f, int64_t offset, const char *topic, const struct mirror_record *r)
+{
+	char *j = mirror_record_to_json("dr", topic, r);
+	cr_assert_not_null(j);
+	mirror_gate_apply_record(f->srv.gate, j, strlen(j), offset);
+	free(j);
+}
+
+/* Switched to mirror dr after its failover of topic t (FENCE and RELEASE in the log). */
+static void switched_after_failover(struct fixture *f)
+{
+	pair_init(f, yaml_mirror);
+	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
+	cr_assert_not_null(f->srv.gate);
+	struct mirror_record fence = { .kind = MIRROR_REC_FENCE, .type = MIRROR_SYNC, .based_on = -1 };
+	struct mirror_record release = { .kind = MIRROR_REC_RELEASE, .type = MIRROR_SYNC, .based_on = -1 };
+	log_record(f, 0, "t", &fence);
+	log_record(f, 1, "t", &release);
+	f->srv.switched = true;
+	snprintf(f->srv.switch_mirror, sizeof(f->srv.switch_mirror), "dr");
+}
+
 static void gated_pair(struct fixture *f, bool switched)
 {
 	pair_init(f, yaml);
@@ -78,7 +106,7 @@ Test(retried, batch_sequences_of_a_request)
 Test(retried, switched_a_retry_of_an_appended_batch_is_answered_and_not_forwarded)
 {
 	struct fixture f;
-	gated_pair(&f, true);
+	switched_after_failover(&f);
 	learn(&f, 7, 0, 0, 1234);
 	double before = answered("switched");
 	struct codec_buf p = PAIR_FLEX_BUF;
@@ -100,10 +128,26 @@ Test(retried, switched_a_retry_of_an_appended_batch_is_answered_and_not_forwarde
 	pair_fini(&f);
 }
 
+Test(retried, switched_a_topic_the_served_mirror_did_not_fail_over_is_remapped_not_answered)
+{
+	struct fixture f;
+	gated_pair(&f, true); /* switched, but no failover of topic t on record: its destination may lack it */
+	learn(&f, 7, 0, 0, 1234);
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	uint8_t up[8192];
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
+	cr_assert(ge(sz, n, 6));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "never acknowledged by syncgate");
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
+
 Test(retried, switched_another_epoch_or_partition_is_not_a_retry)
 {
 	struct fixture f;
-	gated_pair(&f, true);
+	switched_after_failover(&f);
 	learn(&f, 7, 1, 0, 1234);                        /* epoch 1 appended sequence 0 */
 	struct codec_buf p = PAIR_FLEX_BUF;
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);     /* epoch 0, sequence 0 */
@@ -134,19 +178,11 @@ Test(retried, not_switched_nor_fenced_the_retry_goes_to_the_broker_byte_for_byte
 
 /* ---- one destination id per client producer on every sidecar (pidmap_claim.c) ---- */
 
-static const char *yaml_mirror = "mode: sidecar\n"
-				 "listen:\n  kafka: 127.0.0.1:19092\n"
-				 "upstream:\n  broker: 127.0.0.1:9092\n"
-				 "mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:1\n    sync_topics: [t]\n";
-
 static void claim_record(struct fixture *f, int64_t offset, uint64_t client, int64_t pid, int64_t dest)
 {
 	struct mirror_record r = { .kind = MIRROR_REC_PRODUCER_ID, .type = MIRROR_SYNC, .based_on = -1,
 				   .claim = { client, pid, 0, dest, 0 } };
-	char *j = mirror_record_to_json("dr", "*", &r);
-	cr_assert_not_null(j);
-	mirror_gate_apply_record(f->srv.gate, j, strlen(j), offset);
-	free(j);
+	log_record(f, offset, "*", &r);
 }
 
 Test(retried, the_first_claim_of_a_producer_in_the_state_log_is_the_one_every_sidecar_uses)
