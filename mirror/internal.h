@@ -226,7 +226,7 @@ struct mirror_gate {
 	void (*on_switch)(void *arg, const struct conf_mirror *cm);
 	void *on_switch_arg;
 	/* PRODUCER_ID records (producer_claims.c): the data path's hook */
-	void (*on_claim)(void *arg, const struct mirror_producer_claim *pc);
+	void (*on_claim)(void *arg, const char *mirror, const struct mirror_producer_claim *pc);
 	void *on_claim_arg;
 };
 

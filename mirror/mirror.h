@@ -508,12 +508,14 @@ struct mirror_producer_claim {
 int mirror_gate_claim_producer(struct mirror_gate *g, const char *mirror, const struct mirror_producer_claim *pc);
 
 /**
- * Register the data path's hook: `fn(arg, pc)` runs on the loop thread for
- * every PRODUCER_ID record applied (also while the log is read at boot, so
- * a restarted sidecar learns every claim). NULL: none.
+ * Register the data path's hook: `fn(arg, mirror, pc)` runs on the loop
+ * thread for every PRODUCER_ID record of a configured mirror applied (also
+ * while the log is read at boot, so a restarted sidecar learns every claim).
+ * NULL: none.
  */
 void mirror_gate_on_producer_claim(struct mirror_gate *g,
-				   void (*fn)(void *arg, const struct mirror_producer_claim *pc), void *arg);
+				   void (*fn)(void *arg, const char *mirror, const struct mirror_producer_claim *pc),
+				   void *arg);
 
 /**
  * Register the data path's hook: `fn(arg, cm)` runs on the loop thread when

@@ -40,13 +40,13 @@ int mirror_gate_claim_producer(struct mirror_gate *g, const char *mirror, const 
 
 void mirror_producer_claim_apply(struct mirror_gate *g, struct mirror_link *l, const struct mirror_record *r)
 {
-	(void)l;
 	if (g->on_claim)
-		g->on_claim(g->on_claim_arg, &r->claim);
+		g->on_claim(g->on_claim_arg, l->name, &r->claim);
 }
 
 void mirror_gate_on_producer_claim(struct mirror_gate *g,
-				   void (*fn)(void *arg, const struct mirror_producer_claim *pc), void *arg)
+				   void (*fn)(void *arg, const char *mirror, const struct mirror_producer_claim *pc),
+				   void *arg)
 {
 	g->on_claim = fn;
 	g->on_claim_arg = arg;

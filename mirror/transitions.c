@@ -241,6 +241,8 @@ void mirror_gate_apply_record(struct mirror_gate *g, const char *data, size_t le
 		return;
 	}
 	struct mirror_link *l = mirror_link_find(g, mirror);
+	if (!l && r.kind == MIRROR_REC_PRODUCER_ID)
+		return; /* a claim matters only where its mirror is served: never kept for a reload */
 	if (!l) {
 		LOG_D("mirror_state_record_kept", "offset=%" PRId64 " mirror=%s reason=\"mirror not configured; "
 		      "applied if a reload adds it\"", offset, mirror);

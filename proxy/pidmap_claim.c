@@ -21,6 +21,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "proxy/datapath.h"
 #include "proxy/security.h"
@@ -58,9 +59,11 @@ static bool same_key(const struct mirror_producer_claim *a, const struct mirror_
 }
 
 /* A record from the log (every sidecar's, in log order): the first of a key is kept. */
-static void claim_applied(void *arg, const struct mirror_producer_claim *pc)
+static void claim_applied(void *arg, const char *mirror, const struct mirror_producer_claim *pc)
 {
 	struct proxy_server *srv = arg;
+	if (!srv->switched || strcmp(mirror, srv->switch_mirror) != 0)
+		return; /* another destination's ids (the SWITCH record comes first in the log) */
 	if (!srv->pidmap && !(srv->pidmap = proxy_pidmap_new(PROXY_PIDMAP_CAP)))
 		return;
 	int64_t pid;

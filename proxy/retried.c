@@ -1,6 +1,6 @@
 /*
- * retried.c — a retry of a batch the source already appended, around the
- * failover (docs/switchover.md "Producer state").
+ * retried.c — a retry of a batch the source already appended, while the
+ * failover's fence stands (docs/switchover.md "Producer state").
  *
  * An idempotent producer retries a batch, under the same producer id, epoch
  * and sequences, whenever it did not see the answer: the gate's answer timed
@@ -8,28 +8,26 @@
  * the records appended but not yet mirrored), its own request.timeout.ms
  * fired, or the connection closed. The broker that appended the batch would
  * answer the retry as a duplicate at the first offset. But once the topic is
- * fenced for a failover the retry never reaches it (fence.c refuses it
- * NOT_ENOUGH_REPLICAS, "not appended", and the producer keeps retrying), and
- * after the switch it reaches the destination under another producer id
- * (pidmap.c), which appends it again: the record is stored twice.
+ * fenced for a failover the retry never reaches it: fence.c refuses it
+ * NOT_ENOUGH_REPLICAS ("not appended"), the producer keeps retrying until the
+ * switch, and then the destination appends it again under another producer
+ * id (pidmap.c): the record is stored twice.
  *
  * So this sidecar remembers, for the gated topics, each idempotent batch its
  * broker appended (producer id, epoch, topic, partition, sequences → base
  * offset, in the pidmap's bounded `appended` map: hold.c learns it from the
- * broker's own Produce answer, proxy_pidmap_note_appended), and a Produce
- * every one of whose partitions is a remembered batch is answered here
- * instead of being refused or forwarded:
- *   - fenced (not switched), a topic of the request fenced: the source's
- *     answer is written again (error 0, the remembered base offsets) and held
- *     by the gate like the broker's own (hold.c), so it is success only once
- *     every mirror has the records — e->replayed: it vouches for no source HW;
- *   - switched, every topic of the request failed over by the mirror served
- *     now: answered success at once (its failover verified the destination
- *     holds every record the source appended), at the remembered
- *     base offset when the mirror preserves offsets, else at -1 (unknown, as a
- *     broker answers a duplicate it holds no offset for).
- * A request mixing remembered and other batches goes on as before (refused
- * by the fence, forwarded after the switch). What this sidecar cannot know:
+ * broker's own Produce answer, proxy_pidmap_note_appended), and while a
+ * topic of the request is fenced, a Produce every partition of which is a
+ * remembered batch is answered here: the source's answer is written again
+ * (error 0, the remembered base offsets) and held by the gate like the
+ * broker's own (hold.c), so it is success only once every mirror has the
+ * records (e->replayed: it vouches for no source HW). Before the switch
+ * every producer id is the source's, so a remembered (id, epoch, sequences)
+ * is that producer's batch. After the switch nothing is answered from the
+ * map: a client's producer id may then be one the destination issued, equal
+ * to a source id the map remembers, and its first batch would be taken for
+ * the other's retry — a false ack. A request mixing remembered and other
+ * batches is refused by the fence as before. What this sidecar cannot know:
  * a batch its broker appended through another sidecar, or before this
  * process started. Loop thread.
  */
@@ -40,42 +38,26 @@
 #include "proxy/datapath.h"
 #include "proxy/security.h"
 
-enum retried_when { RETRIED_FENCED, RETRIED_SWITCHED, RETRIED_WHEN_COUNT };
+static struct metric *m_answered;
 
-static struct metric *m_answered[RETRIED_WHEN_COUNT];
-static const char *const when_names[RETRIED_WHEN_COUNT] = { "fenced", "switched" };
-
-static void retried_metrics_init(void)
-{
-	if (m_answered[0])
-		return;
-	metric_family_get(METRIC_COUNTER, "syncgate_produce_retries_answered_total",
-			  "Produce requests retrying only batches the source had appended through this sidecar, "
-			  "answered by syncgate with the offsets the source gave (held by the gate while fenced, at "
-			  "once after the switch) instead of being refused by the fence or stored again.",
-			  NULL, "when", when_names, RETRIED_WHEN_COUNT, m_answered);
-}
+static const struct metric_def retried_metrics[] = {
+	{ &m_answered, METRIC_COUNTER, "syncgate_produce_retries_answered_total",
+	  "Produce requests retrying only batches the source had appended through this sidecar, while their "
+	  "topic is fenced for a failover: answered with the offsets the source gave, held by the gate until "
+	  "mirrored, instead of refused by the fence (and stored again after the switch)." },
+};
 
 static const char *req_topic_name(struct proxy_conn *c, const struct codec_produce_topic_req *t)
 {
 	return t->name ? t->name : proxy_topic_ids_name(c->srv->topic_ids, t->topic_id);
 }
 
-/* Whether the switched mirror keeps the source's offsets (the answer's base offsets are then exact). */
-static bool switched_offsets_preserved(const struct proxy_server *srv)
-{
-	for (size_t i = 0; i < srv->conf->nmirrors; i++)
-		if (!strcmp(srv->conf->mirrors[i].name, srv->switch_mirror))
-			return srv->conf->mirrors[i].offsets == CONF_OFFSETS_PRESERVED;
-	return false;
-}
-
 /*
  * The answer to `req` when every partition is a remembered batch: error 0 at
- * the remembered base offsets (-1 when !exact). 1 built, 0 not every one
- * remembered, -1 ENOMEM. `*fenced` = a topic of the request is fenced.
+ * the remembered base offsets. 1 built, 0 not every one remembered, -1
+ * ENOMEM. `*fenced` = a topic of the request is fenced.
  */
-static int build_answer(struct proxy_conn *c, const struct codec_produce_request *req, bool exact,
+static int build_answer(struct proxy_conn *c, const struct codec_produce_request *req,
 			struct codec_produce_response *resp, bool *fenced)
 {
 	*fenced = false;
@@ -85,10 +67,7 @@ static int build_answer(struct proxy_conn *c, const struct codec_produce_request
 		const char *name = req_topic_name(c, rt);
 		if (!name || !rt->npartitions)
 			return 0;
-		const char *by = mirror_gate_fenced_by(c->srv->gate, name);
-		if (c->srv->switched && (!by || strcmp(by, c->srv->switch_mirror) != 0))
-			return 0; /* not failed over by the mirror served now: its destination may lack it */
-		*fenced |= by != NULL;
+		*fenced |= mirror_gate_fenced_by(c->srv->gate, name) != NULL;
 		for (size_t p = 0; p < rt->npartitions; p++) {
 			const struct codec_produce_partition_req *rp = &rt->partitions[p];
 			int32_t first, last;
@@ -126,7 +105,7 @@ static int build_answer(struct proxy_conn *c, const struct codec_produce_request
 						   proxy_pidmap_batch_key(name, rp->index, first, last), first, last,
 						   &base);
 			ot->partitions[p] = (struct codec_produce_partition_resp){
-				.index = rp->index, .error_code = CODEC_ERROR_NONE, .base_offset = exact ? base : -1,
+				.index = rp->index, .error_code = CODEC_ERROR_NONE, .base_offset = base,
 				.log_append_time_ms = -1, .log_start_offset = -1 };
 		}
 	}
@@ -174,34 +153,27 @@ out:
 int proxy_retried_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
 			  int16_t wire_version, const struct codec_produce_request *req)
 {
-	if (!c->srv->gate || !c->srv->pidmap || req->acks == 0 || !proxy_pidmap_appended_size(c->srv->pidmap))
-		return 0;
-	bool switched = c->srv->switched, fenced;
-	if (!switched && !mirror_gate_any_fenced(c->srv->gate))
-		return 0; /* the broker de-duplicates its own retries: nothing looked up */
+	if (!c->srv->gate || c->srv->switched || !c->srv->pidmap || req->acks == 0 ||
+	    !proxy_pidmap_appended_size(c->srv->pidmap) || !mirror_gate_any_fenced(c->srv->gate))
+		return 0; /* no fence: the broker de-duplicates its own retries; switched: see above */
+	bool fenced;
 	struct codec_produce_response resp = { 0 };
-	int built = build_answer(c, req, !switched || switched_offsets_preserved(c->srv), &resp, &fenced);
-	int rc = built;
-	if (built > 0 && !switched && !fenced)
-		rc = 0; /* the broker takes the retry and answers it as the duplicate it is */
-	else if (built > 0) {
-		retried_metrics_init();
-		rc = switched ? proxy_fifo_answer_produce(c, h, wire_version, &resp)
-			      : hold_again(c, h, wire_version, req, &resp);
-		if (rc == 0) {
-			metric_add(m_answered[switched ? RETRIED_SWITCHED : RETRIED_FENCED], 1);
-			static struct proxy_log_limit retried_log;
-			uint64_t suppressed = 0;
-			if (proxy_log_allow(&retried_log, mirror_now_ms(), &suppressed))
-				LOG_I("produce_retry_answered", "conn=%llu peer=%s when=%s reason=\"every batch of "
-				      "the request was appended by the source before; answered with its offsets, not "
-				      "%s\" suppressed=%llu", (unsigned long long)c->id, c->peer,
-				      when_names[switched ? RETRIED_SWITCHED : RETRIED_FENCED],
-				      switched ? "stored again" : "refused", (unsigned long long)suppressed);
-			evbuffer_drain(in, len + 4);
-			proxy_fifo_flush(c);
-			rc = 1;
-		}
+	int rc = build_answer(c, req, &resp, &fenced);
+	if (rc > 0 && !fenced)
+		rc = 0; /* not fenced: the broker takes the retry and answers it as the duplicate it is */
+	else if (rc > 0 && (rc = hold_again(c, h, wire_version, req, &resp)) == 0) {
+		METRIC_DEFS_GET(retried_metrics);
+		metric_add(m_answered, 1);
+		static struct proxy_log_limit retried_log;
+		uint64_t suppressed = 0;
+		if (proxy_log_allow(&retried_log, mirror_now_ms(), &suppressed))
+			LOG_I("produce_retry_answered", "conn=%llu peer=%s suppressed=%llu reason=\"every batch of the "
+			      "request was appended by the source before the fence; answered with its offsets once "
+			      "mirrored, not refused\"", (unsigned long long)c->id, c->peer,
+			      (unsigned long long)suppressed);
+		evbuffer_drain(in, len + 4);
+		proxy_fifo_flush(c);
+		rc = 1;
 	}
 	codec_produce_response_free(&resp);
 	return rc;

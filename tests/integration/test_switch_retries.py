@@ -1,13 +1,12 @@
-"""A retry of a batch the source appended, across the failover and the switch.
+"""A retry of a batch the source appended, through the failover's fence.
 
 An idempotent producer whose acknowledgement timed out (the gate held the
 answer while the mirror lagged) retries the batch under the same producer id
-and sequence. Once the failover's fence stands, the retry would be refused
-("not appended"), and after the switch it would reach the destination under
-another producer id and be stored a second time. The sidecar remembers the
-batches its broker appended, so the retry is acknowledged at the offset the
-source gave — held by the gate until mirrored while fenced, at once after the
-switch — and every record is on the destination once.
+and sequence. Once the failover's fence stands the retry used to be refused
+("not appended") until the switch, where the destination stored it a second
+time. The sidecar remembers the batches its broker appended, so the retry
+is acknowledged at the offset the source gave — held by the gate until
+mirrored — and every record is on the destination once.
 """
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ def produce(sg, topic, value: bytes, seq: int, pid: int, timeout_ms: int = 20000
         c.close()
 
 
-def test_a_retry_of_an_appended_batch_is_acknowledged_through_the_fence_and_the_switch_and_stored_once(
+def test_a_retry_of_an_appended_batch_is_acknowledged_through_the_fence_and_stored_once(
         bed, make_syncgate, make_testmirror, source, dest, topic_name):
     topic, pid = topic_name, 31337  # an idempotent producer id: the source takes any it has no state for
     source.create_topic(topic, partitions=1)
@@ -67,13 +66,9 @@ def test_a_retry_of_an_appended_batch_is_acknowledged_through_the_fence_and_the_
     rc, out, err = failover["result"]
     assert rc == 0, (out, err)
     wait_until(lambda: describe(sg).get("serving") == "dr", timeout=10, what="the sidecar serves the destination")
-    assert sg.metric('syncgate_produce_retries_answered_total{when="fenced"}') >= 1
-
-    again = produce(sg, topic, b"a1", 1, pid)  # the answer lost once more: a retry after the switch
-    assert again.error_code == 0 and again.base_offset == first.base_offset + 1, again
-    nxt = produce(sg, topic, b"a2", 2, pid)
+    assert sg.metric("syncgate_produce_retries_answered_total") >= 1
+    nxt = produce(sg, topic, b"a2", 2, pid)  # the producer goes on after the switch
     assert nxt.error_code == 0, nxt
-    assert sg.metric('syncgate_produce_retries_answered_total{when="switched"}') >= 1
     stored = [(rec.offset, rec.value) for rec in dest.consume(topic, 0)]
     values = [v for _, v in stored]
     assert values.count(b"a1") == 1 and values.count(b"a0") == 1 and values.count(b"a2") == 1, stored

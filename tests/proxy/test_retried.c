@@ -1,11 +1,13 @@
 /*
  * Unit tests of proxy/retried.c (a retry of a batch the source already
- * appended, docs/switchover.md "Producer state") on a pair whose upstream
- * end plays the broker: the batch sequences a Produce carries; after the
- * switch a retry of a remembered batch is answered success without going
- * upstream (no InitProducerId, no Produce), while a batch not remembered,
- * or a remembered one under another epoch, goes on to be remapped; not
- * switched and not fenced, the retry goes to the broker byte for byte.
+ * appended, docs/switchover.md "Producer state") and proxy/pidmap_claim.c on
+ * a pair whose upstream end plays the broker: the batch sequences a Produce
+ * carries; while the topic is fenced a retry of a remembered batch is
+ * answered at the source's offset instead of refused, while a batch not
+ * remembered, or one under another epoch, is refused; after the switch
+ * nothing is answered from memory (the batch is remapped); not fenced, the
+ * retry goes to the broker byte for byte; the first PRODUCER_ID claim of a
+ * key in the state log is the one kept.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
@@ -35,8 +37,8 @@ static void log_record(struct fixture *f, int64_t offset, const char *topic, con
 	free(j);
 }
 
-/* Switched to mirror dr after its failover of topic t (FENCE and RELEASE in the log). */
-static void switched_after_failover(struct fixture *f)
+/* Mirror dr failed topic t over (FENCE and RELEASE in the log); `switched`: and switched to it. */
+static void after_failover(struct fixture *f, bool switched)
 {
 	pair_init(f, yaml_mirror);
 	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
@@ -45,16 +47,32 @@ static void switched_after_failover(struct fixture *f)
 	struct mirror_record release = { .kind = MIRROR_REC_RELEASE, .type = MIRROR_SYNC, .based_on = -1 };
 	log_record(f, 0, "t", &fence);
 	log_record(f, 1, "t", &release);
-	f->srv.switched = true;
-	snprintf(f->srv.switch_mirror, sizeof(f->srv.switch_mirror), "dr");
+	f->srv.switched = switched;
+	if (switched)
+		snprintf(f->srv.switch_mirror, sizeof(f->srv.switch_mirror), "dr");
 }
 
-static void gated_pair(struct fixture *f, bool switched)
+static void gated_pair(struct fixture *f)
 {
 	pair_init(f, yaml);
 	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
 	cr_assert_not_null(f->srv.gate);
-	f->srv.switched = switched;
+}
+
+/* The client's Produce v9 answer to `corr`: its one partition's error code and base offset. */
+static int16_t answer_of(const uint8_t *cl, size_t n, int32_t corr, int64_t *base)
+{
+	cr_assert(ge(sz, n, 9));
+	cr_assert(eq(i32, be32(cl + 4), corr));
+	struct codec_iov iov = { cl + 9, n - 9 };
+	struct codec_produce_response r;
+	cr_assert(eq(int, codec_produce_response_decode(&iov, 1, 9, &r), CODEC_OK));
+	cr_assert(eq(sz, r.ntopics, 1));
+	cr_assert(eq(sz, r.topics[0].npartitions, 1));
+	int16_t code = r.topics[0].partitions[0].error_code;
+	*base = r.topics[0].partitions[0].base_offset;
+	codec_produce_response_free(&r);
+	return code;
 }
 
 /* What hold.c learns from the broker's answer: batch (pid, epoch, seq..seq) of "t"[0] at `base`. */
@@ -66,11 +84,9 @@ static void learn(struct fixture *f, int64_t pid, int16_t epoch, int32_t seq, in
 	proxy_pidmap_note_appended(f->c, &q, "t", base);
 }
 
-static double answered(const char *when)
+static double answered(void)
 {
-	char labels[64];
-	snprintf(labels, sizeof(labels), "when=\"%s\"", when);
-	return metric_value(metric_get(METRIC_COUNTER, "syncgate_produce_retries_answered_total", "", labels, NULL, 0));
+	return metric_value(metric_get(METRIC_COUNTER, "syncgate_produce_retries_answered_total", "", "", NULL, 0));
 }
 
 Test(retried, batch_sequences_of_a_request)
@@ -103,59 +119,54 @@ Test(retried, batch_sequences_of_a_request)
 	cr_assert_not(proxy_produce_batch_seqs(&p, &first, &last), "not a RecordBatch v2");
 }
 
-Test(retried, switched_a_retry_of_an_appended_batch_is_answered_and_not_forwarded)
+Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_refused)
 {
 	struct fixture f;
-	switched_after_failover(&f);
+	after_failover(&f, false); /* fenced, released (nothing gates it: the answer goes out at once) */
 	learn(&f, 7, 0, 0, 1234);
-	double before = answered("switched");
+	double before = answered();
 	struct codec_buf p = PAIR_FLEX_BUF;
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	uint8_t up[8192], cl[1024];
-	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing upstream: no InitProducerId, no Produce");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing reaches the fenced source");
+	int64_t base;
 	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, produce_error(cl, n, 1), CODEC_ERROR_NONE), "acknowledged");
-	cr_assert(eq(dbl, answered("switched"), before + 1));
+	cr_assert(eq(i16, answer_of(cl, n, 1, &base), CODEC_ERROR_NONE), "acknowledged, not refused");
+	cr_assert(eq(i64, base, 1234), "at the offset the source gave");
+	cr_assert(eq(dbl, answered(), before + 1));
 
-	/* the next batch (sequence 1) was never appended: it goes on to be remapped */
+	/* the next batch (sequence 1) was never appended: the fence refuses it */
 	produce_v9(&p, 2, NULL, 7, 0, 1, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	n = pair_end_drain(&f, f.up, up, sizeof(up));
-	cr_assert(ge(sz, n, 6));
-	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "a batch not remembered is remapped");
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(i16, answer_of(cl, n, 2, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
+	/* nor is another epoch's batch at a remembered sequence a retry */
+	produce_v9(&p, 3, NULL, 7, 1, 0, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(i16, answer_of(cl, n, 3, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
 	codec_buf_free(&p);
 	pair_fini(&f);
 }
 
-Test(retried, switched_a_topic_the_served_mirror_did_not_fail_over_is_remapped_not_answered)
+Test(retried, switched_a_remembered_batch_is_never_answered_from_memory)
 {
+	/* after the switch the client's id may be one the destination issued,
+	 * equal to the remembered source id: its batch goes on to be remapped */
 	struct fixture f;
-	gated_pair(&f, true); /* switched, but no failover of topic t on record: its destination may lack it */
+	after_failover(&f, true);
 	learn(&f, 7, 0, 0, 1234);
+	double before = answered();
 	struct codec_buf p = PAIR_FLEX_BUF;
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	uint8_t up[8192];
 	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
 	cr_assert(ge(sz, n, 6));
-	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "never acknowledged by syncgate");
-	codec_buf_free(&p);
-	pair_fini(&f);
-}
-
-Test(retried, switched_another_epoch_or_partition_is_not_a_retry)
-{
-	struct fixture f;
-	switched_after_failover(&f);
-	learn(&f, 7, 1, 0, 1234);                        /* epoch 1 appended sequence 0 */
-	struct codec_buf p = PAIR_FLEX_BUF;
-	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);     /* epoch 0, sequence 0 */
-	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	uint8_t up[8192];
-	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
-	cr_assert(ge(sz, n, 6));
-	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID), "remapped, never acknowledged by syncgate");
+	cr_assert(eq(dbl, answered(), before));
 	codec_buf_free(&p);
 	pair_fini(&f);
 }
@@ -163,7 +174,7 @@ Test(retried, switched_another_epoch_or_partition_is_not_a_retry)
 Test(retried, not_switched_nor_fenced_the_retry_goes_to_the_broker_byte_for_byte)
 {
 	struct fixture f;
-	gated_pair(&f, false);
+	gated_pair(&f);
 	learn(&f, 7, 0, 0, 1234);
 	struct codec_buf p = PAIR_FLEX_BUF;
 	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
@@ -188,14 +199,12 @@ static void claim_record(struct fixture *f, int64_t offset, uint64_t client, int
 Test(retried, the_first_claim_of_a_producer_in_the_state_log_is_the_one_every_sidecar_uses)
 {
 	struct fixture f;
-	pair_init(&f, yaml_mirror);
-	f.srv.gate = mirror_gate_new_ex(f.base, f.conf, MIRROR_GATE_NO_WORKERS);
-	cr_assert_not_null(f.srv.gate);
+	after_failover(&f, true);
 	proxy_pidmap_claims_register(&f.srv);
 	/* as a sidecar reads the log: two claims of one key (two sidecars asked at once), then another key */
-	claim_record(&f, 0, 77, 5, 1001);
-	claim_record(&f, 1, 77, 5, 1002);
-	claim_record(&f, 2, 78, 5, 1003);
+	claim_record(&f, 2, 77, 5, 1001);
+	claim_record(&f, 3, 77, 5, 1002);
+	claim_record(&f, 4, 78, 5, 1003);
 	int64_t pid;
 	int16_t epoch;
 	cr_assert(proxy_pidmap_lookup(f.srv.pidmap, 77, 5, 0, &pid, &epoch));
