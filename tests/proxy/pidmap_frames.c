@@ -135,7 +135,7 @@ void init_pid_answer(struct codec_buf *b, int16_t version, int16_t err, int64_t 
 }
 
 /* The client's Produce response (v9) in `cl`: the error code of its one partition. */
-int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr)
+int16_t produce_answer_of(const uint8_t *cl, size_t n, int32_t corr, int64_t *base)
 {
 	cr_assert(ge(sz, n, 9));
 	cr_assert(eq(i32, be32(cl + 4), corr));
@@ -145,8 +145,15 @@ int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr)
 	cr_assert(eq(sz, r.ntopics, 1));
 	cr_assert(eq(sz, r.topics[0].npartitions, 1));
 	int16_t code = r.topics[0].partitions[0].error_code;
+	if (base)
+		*base = r.topics[0].partitions[0].base_offset;
 	codec_produce_response_free(&r);
 	return code;
+}
+
+int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr)
+{
+	return produce_answer_of(cl, n, corr, NULL);
 }
 
 /* A client's InitProducerId v4 with TransactionalId `txn`. */

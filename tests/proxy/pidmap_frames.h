@@ -25,6 +25,8 @@ void heartbeat(struct codec_buf *b, int32_t corr);
 void init_pid_answer(struct codec_buf *b, int16_t version, int16_t err, int64_t pid, int16_t epoch);
 /* The client's Produce response (v9) in `cl` (n bytes), answering `corr`: the error code of its one partition. */
 int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr);
+/* The same answer's error code, and its base offset in `*base` (NULL: not wanted). */
+int16_t produce_answer_of(const uint8_t *cl, size_t n, int32_t corr, int64_t *base);
 /* A client's InitProducerId v4 with TransactionalId `txn`. */
 void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn);
 /* A client's EndTxn v5 (commit) for `txn`, (`pid`, `epoch`). */

@@ -59,22 +59,6 @@ static void gated_pair(struct fixture *f)
 	cr_assert_not_null(f->srv.gate);
 }
 
-/* The client's Produce v9 answer to `corr`: its one partition's error code and base offset. */
-static int16_t answer_of(const uint8_t *cl, size_t n, int32_t corr, int64_t *base)
-{
-	cr_assert(ge(sz, n, 9));
-	cr_assert(eq(i32, be32(cl + 4), corr));
-	struct codec_iov iov = { cl + 9, n - 9 };
-	struct codec_produce_response r;
-	cr_assert(eq(int, codec_produce_response_decode(&iov, 1, 9, &r), CODEC_OK));
-	cr_assert(eq(sz, r.ntopics, 1));
-	cr_assert(eq(sz, r.topics[0].npartitions, 1));
-	int16_t code = r.topics[0].partitions[0].error_code;
-	*base = r.topics[0].partitions[0].base_offset;
-	codec_produce_response_free(&r);
-	return code;
-}
-
 /* What hold.c learns from the broker's answer: batch (pid, epoch, seq..seq) of "t"[0] at `base`. */
 static void learn(struct fixture *f, int64_t pid, int16_t epoch, int32_t seq, int64_t base)
 {
@@ -132,7 +116,7 @@ Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_
 	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing reaches the fenced source");
 	int64_t base;
 	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, answer_of(cl, n, 1, &base), CODEC_ERROR_NONE), "acknowledged, not refused");
+	cr_assert(eq(i16, produce_answer_of(cl, n, 1, &base), CODEC_ERROR_NONE), "acknowledged, not refused");
 	cr_assert(eq(i64, base, 1234), "at the offset the source gave");
 	cr_assert(eq(dbl, answered(), before + 1));
 
@@ -141,12 +125,12 @@ Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
 	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, answer_of(cl, n, 2, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
+	cr_assert(eq(i16, produce_answer_of(cl, n, 2, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
 	/* nor is another epoch's batch at a remembered sequence a retry */
 	produce_v9(&p, 3, NULL, 7, 1, 0, false, 10);
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, answer_of(cl, n, 3, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
+	cr_assert(eq(i16, produce_answer_of(cl, n, 3, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
 	codec_buf_free(&p);
 	pair_fini(&f);
 }
