@@ -514,11 +514,11 @@ int proxy_internal_send(struct proxy_conn *c, const uint8_t *frame, size_t len,
 /** Start the keepalive timer (upstream.keepalive_ms, read at each tick). 0 or -1. */
 int proxy_keepalive_start(struct proxy_server *srv);
 
-/* retried.c: a retry of a batch the source already appended (around the failover) */
+/* retried.c: a retry of a batch the source already appended (while the failover's fence stands) */
 /**
  * A Produce whose every partition retries a remembered batch, while a topic
- * of it is fenced or after the switch: answered here (fenced: held by the
- * gate; switched: at once), never forwarded nor refused. 1 answered (the
+ * of it is fenced (never after the switch): answered here with the source's
+ * offsets and held by the gate, never forwarded nor refused. 1 answered (the
  * frame consumed from `in`), 0 go on, -1 close (ENOMEM). Loop thread.
  */
 int proxy_retried_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,

@@ -171,7 +171,7 @@ static int handle_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 		free(req);
 		return -1;
 	}
-	/* a retry of what the source appended, while fenced or switched: answered here (retried.c) */
+	/* a retry of what the source appended, while fenced: answered here (retried.c) */
 	int replayed = proxy_retried_produce(c, in, len, h, wire_version, req);
 	if (replayed != 0) {
 		codec_produce_request_free(req);
