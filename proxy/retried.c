@@ -54,20 +54,31 @@ static const char *req_topic_name(struct proxy_conn *c, const struct codec_produ
 
 /*
  * The answer to `req` when every partition is a remembered batch: error 0 at
- * the remembered base offsets. 1 built, 0 not every one remembered, -1
- * ENOMEM. `*fenced` = a topic of the request is fenced.
+ * the remembered base offsets, built in `resp` (the caller frees it on any
+ * outcome). 1 built, 0 not every one remembered, -1 ENOMEM. `*fenced` = a
+ * topic of the request is fenced.
  */
 static int build_answer(struct proxy_conn *c, const struct codec_produce_request *req,
 			struct codec_produce_response *resp, bool *fenced)
 {
 	*fenced = false;
-	size_t nparts = 0;
+	if (!req->ntopics)
+		return 0;
+	if (!(resp->topics = calloc(req->ntopics, sizeof(*resp->topics))))
+		return -1;
+	resp->ntopics = req->ntopics;
 	for (size_t t = 0; t < req->ntopics; t++) {
 		const struct codec_produce_topic_req *rt = &req->topics[t];
+		struct codec_produce_topic_resp *ot = &resp->topics[t];
 		const char *name = req_topic_name(c, rt);
 		if (!name || !rt->npartitions)
 			return 0;
 		*fenced |= mirror_gate_fenced_by(c->srv->gate, name) != NULL;
+		if ((rt->name && !(ot->name = strdup(rt->name))) ||
+		    !(ot->partitions = calloc(rt->npartitions, sizeof(*ot->partitions))))
+			return -1;
+		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
+		ot->npartitions = rt->npartitions;
 		for (size_t p = 0; p < rt->npartitions; p++) {
 			const struct codec_produce_partition_req *rp = &rt->partitions[p];
 			int32_t first, last;
@@ -78,32 +89,6 @@ static int build_answer(struct proxy_conn *c, const struct codec_produce_request
 							proxy_pidmap_batch_key(name, rp->index, first, last), first,
 							last, &base))
 				return 0;
-			nparts++;
-		}
-	}
-	if (!nparts)
-		return 0;
-	if (!(resp->topics = calloc(req->ntopics, sizeof(*resp->topics))))
-		return -1;
-	resp->ntopics = req->ntopics;
-	for (size_t t = 0; t < req->ntopics; t++) {
-		const struct codec_produce_topic_req *rt = &req->topics[t];
-		const char *name = req_topic_name(c, rt);
-		struct codec_produce_topic_resp *ot = &resp->topics[t];
-		if ((rt->name && !(ot->name = strdup(rt->name))) ||
-		    !(ot->partitions = calloc(rt->npartitions, sizeof(*ot->partitions))))
-			return -1;
-		memcpy(ot->topic_id, rt->topic_id, sizeof(ot->topic_id));
-		ot->npartitions = rt->npartitions;
-		for (size_t p = 0; p < rt->npartitions; p++) {
-			const struct codec_produce_partition_req *rp = &rt->partitions[p];
-			int32_t first = 0, last = 0;
-			int64_t base = -1;
-			proxy_produce_batch_seqs(rp, &first, &last);
-			proxy_pidmap_appended_find(c->srv->pidmap, rp->last_batch.producer_id,
-						   rp->last_batch.producer_epoch,
-						   proxy_pidmap_batch_key(name, rp->index, first, last), first, last,
-						   &base);
 			ot->partitions[p] = (struct codec_produce_partition_resp){
 				.index = rp->index, .error_code = CODEC_ERROR_NONE, .base_offset = base,
 				.log_append_time_ms = -1, .log_start_offset = -1 };
