@@ -6,7 +6,7 @@ pkgs=(
   build-essential pkg-config meson ninja-build clang lld llvm libclang-rt-14-dev
   libevent-dev libssl-dev libyaml-dev librdkafka-dev libcriterion-dev libjansson-dev
   openjdk-17-jre-headless maven kcat
-  python3-confluent-kafka python3-kafka python3-yaml python3-pytest python3-pytest-timeout python3-venv
+  python3-confluent-kafka python3-kafka python3-yaml python3-pytest python3-pytest-timeout python3-pytest-xdist python3-venv
   prometheus iproute2 procps curl openssl yamllint
 )
 missing=()

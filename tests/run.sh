@@ -18,6 +18,8 @@
 #        BUILD_DIR           meson build dir (default: build)
 #        SG_KEEP_RUN_DIR=1   keep the Kafka run dir (logs) even when all pass
 #        SG_TEST_TIMEOUT     per-test limit in seconds (default 600, pytest-timeout)
+#        SG_TEST_WORKERS     integration test files run side by side (default 2,
+#                            pytest-xdist; 1 = one after another)
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -105,7 +107,17 @@ if [ $integ -eq 1 ]; then
   export SG_STATE_HOME="/tmp/syncgate-testbed/pytest.$$"
   # a hung test fails after SG_TEST_TIMEOUT seconds instead of eating CI's budget
   tmo=(); "$PY" -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout "${SG_TEST_TIMEOUT:-600}")
-  "$PY" -m pytest -v -p no:cacheprovider --durations=25 --junitxml="$junit" "${tmo[@]+"${tmo[@]}"}" tests/integration \
+  # test files side by side (pytest-xdist), each worker with a test bed of its
+  # own (its own source and dest clusters); a file stays on one worker, so its
+  # module fixtures are made once. Most of a test's time is waiting (brokers
+  # starting, mirrors copying, timeouts), so two workers fit the two cores.
+  par=(); workers="${SG_TEST_WORKERS:-2}"
+  if [ "$workers" -gt 1 ] && "$PY" -c "import xdist" 2>/dev/null; then
+    par=(-n "$workers" --dist loadfile)
+  fi
+  echo "pytest workers: ${par[*]:-1, serial}"
+  "$PY" -m pytest -v -p no:cacheprovider --durations=25 --junitxml="$junit" "${tmo[@]+"${tmo[@]}"}" \
+    "${par[@]+"${par[@]}"}" tests/integration \
     "${pytest_args[@]+"${pytest_args[@]}"}"
   rc=$?
   read -r ip if_ < <("$PY" - "$junit" <<'EOF'
