@@ -138,8 +138,12 @@ int ctl_print_failover(const json_t *doc)
 			printf(" %s", jstr(a, "error"));
 		printf("\n");
 	}
+	/* a dry run and verify sample the source once, when the drain starts
+	 * (nothing is fenced: it moves on); the destination is read after */
+	bool sampled = !strcmp(mode, "dry-run") || !strcmp(mode, "verify");
 	printf("%-24s %-9s %-9s %-12s %-12s %-12s %-8s %s\n", "TOPIC", "PARTITION", "STATUS",
-	       dest_only ? "CONFIRMED" : "SOURCE HW", "DEST HW", "PROGRESS", "MISSING", "DETAIL");
+	       dest_only ? "CONFIRMED" : sampled ? "SRC HW@START" : "SOURCE HW", "DEST HW", "PROGRESS", "MISSING",
+	       "DETAIL");
 	json_array_foreach(json_object_get(doc, "partitions"), i, p) {
 		char a[24], b[24], c[24], d[24];
 		jnum(a, sizeof(a), p, dest_only ? "confirmed" : "target");
@@ -150,6 +154,10 @@ int ctl_print_failover(const json_t *doc)
 		       (long long)json_integer_value(json_object_get(p, "partition")), jstr(p, "status"), a, b, c, d,
 		       jstr(p, "detail"));
 	}
+	if (sampled)
+		printf("(SRC HW@START: the source high watermark when the drain started, the point the destination "
+		       "had to reach; the source is not fenced, so it may be past it now. DEST HW and PROGRESS: read "
+		       "after the drain)\n");
 	if (json_array_size(json_object_get(doc, "groups"))) {
 		printf("\n%-24s %-24s %-9s %-10s %-10s %-11s %s\n", "GROUP", "TOPIC", "PARTITION", "SOURCE", "DEST",
 		       "ACTION", "NOTE");

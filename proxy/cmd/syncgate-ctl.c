@@ -83,6 +83,7 @@ struct ctl {
 	struct bufferevent *bev; /* HTTPS: the connection's, while a call runs */
 	int status;
 	char *body;
+	int waited_s;           /* failover/verify: seconds waited, for the progress line */
 };
 
 static void usage(FILE *out)
@@ -148,6 +149,27 @@ static void done_cb(struct evhttp_request *req, void *arg)
 	event_base_loopexit(c->base, NULL);
 }
 
+/* While a failover or verify call runs (fence, drain up to --timeout-ms,
+ * verify, offsets), one line to stderr every CTL_PROGRESS_S seconds, so
+ * that a long drain is not silence. stdout keeps only the answer. */
+#define CTL_PROGRESS_S 5
+
+static void progress_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	struct ctl *c = arg;
+	c->waited_s += CTL_PROGRESS_S;
+	char bound[64] = "the sidecar's default bound";
+	if (c->timeout_ms > 0)
+		snprintf(bound, sizeof(bound), "at most %ld s", (c->timeout_ms + 999) / 1000);
+	fprintf(stderr, "syncgate-ctl: %s of mirror %s: the sidecar is %s (%d s so far, drain %s)\n",
+		c->verb == VERB_FAILOVER ? (c->dry_run ? "dry-run failover" : "failover") : "verify", c->mirror,
+		c->verb == VERB_FAILOVER && !c->dry_run ? "fencing, draining and verifying"
+							: "waiting for the destination to catch up, then verifying",
+		c->waited_s, bound);
+}
+
 /* One HTTP request; returns 0 with c->status/c->body set, or -1 unreachable. */
 static int http_call(struct ctl *c, const char *method, const char *path, const char *body)
 {
@@ -208,7 +230,17 @@ static int http_call(struct ctl *c, const char *method, const char *path, const 
 	c->status = 0;
 	evhttp_make_request(conn, req, strcmp(method, "POST") ? EVHTTP_REQ_GET : EVHTTP_REQ_POST,
 			    path);
+	struct event *progress = NULL;
+	if (c->verb == VERB_FAILOVER || c->verb == VERB_VERIFY) {
+		c->waited_s = 0;
+		progress = event_new(base, -1, EV_PERSIST, progress_cb, c);
+		struct timeval every = { CTL_PROGRESS_S, 0 };
+		if (progress)
+			event_add(progress, &every);
+	}
 	event_base_dispatch(base);
+	if (progress)
+		event_free(progress);
 	evhttp_connection_free(conn);
 	event_base_free(base);
 	SSL_CTX_free(ctx);

@@ -282,8 +282,12 @@ def test_drain_timeout_names_partitions_and_unfence_restores(bed, make_syncgate,
     mirror.pause()
     try:
         source.produce(topic_name, 3, partition=1)  # straight to the broker: never mirrored while paused
-        rc, out, err = ctl(sg, "failover", "--mirror", "dr", "--topics", topic_name, "--timeout-ms", "2500")
+        rc, out, err = ctl(sg, "failover", "--mirror", "dr", "--topics", topic_name, "--timeout-ms", "6000")
         assert rc == 1, (out, err)
+        # a drain longer than 5 s is not silence: a progress line on stderr, none on stdout
+        assert "failover of mirror dr: the sidecar is fencing, draining and verifying (5 s so far, drain at " \
+               "most 6 s)" in err, err
+        assert "so far" not in out, out
         assert "NOT verified" in out and f"{topic_name}[1] MISSING" in out, out
         assert f"{topic_name}[0]" not in out.split("NOT verified")[1], out
         row = [ln.split() for ln in out.splitlines() if ln.startswith(topic_name + " ")]
@@ -313,6 +317,11 @@ def test_verify_reports_a_diverged_destination(bed, make_syncgate, make_testmirr
     rc, doc, err = ctl_json(sg, "verify", "--mirror", "dr")
     assert rc == 0 and doc["verified"] and doc["mode"] == "verify", doc
     assert doc["partitions"][0]["last_record"]["source_offset"] == 2
+    # the table says the source figure is a sample from the drain's start
+    rc, out, err = ctl(sg, "verify", "--mirror", "dr")
+    header = next(ln for ln in out.splitlines() if ln.startswith("TOPIC "))
+    assert rc == 0 and header.split()[3:6] == ["SRC", "HW@START", "DEST"], out
+    assert "the source high watermark when the drain started" in out, out
     dest.produce(topic_name, 1, partition=0, values=["intruder"])  # something else writes to the destination
     # The source takes r3 (straight, not through the gate: with the destination
     # ahead of its source the partition is diverged and an acks=all produce
