@@ -478,7 +478,7 @@ const struct conf_setting conf_settings[] = {
 	  "With `offsets: preserved`: `poll` asks a partition's destination leader for its high watermark as soon as a "
 	  "response is held on it, and again after each answer while one is (one request in flight per destination "
 	  "leader); `tail` keeps a consumer at the end of the gated partitions. With `offsets: mm2` neither is used "
-	  "(the offset-syncs topic is read by a consumer of its own): the setting is accepted and ignored." },
+	  "(the offset-syncs topic is read by a consumer of its own): the setting is accepted and ignored (`--check-config` notes `tail`)." },
 	{ "mirrors[].poll_interval_ms", CONF_T_INT, M(poll_interval_ms), 0, W, 1, 60 * MS, "5", NULL, NULL,
 	  "`poll`: pause before asking a destination leader again after a failed progress request, milliseconds; "
 	  "also the longest pause between successful ones while responses are held and nothing moves. These follow "

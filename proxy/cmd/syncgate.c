@@ -324,6 +324,12 @@ static int check_config(const char *path)
 		return 2;
 	}
 	printf("%s: OK (%zu mirrors)\n", path, c->nmirrors);
+	/* valid but without effect: say so rather than accept it silently */
+	for (size_t i = 0; i < c->nmirrors; i++)
+		if (c->mirrors[i].offsets == CONF_OFFSETS_MM2 && c->mirrors[i].progress == CONF_PROGRESS_TAIL)
+			printf("%s: note: mirrors[%zu] (%s): 'progress: tail' has no effect with 'offsets: mm2' "
+			       "(progress comes from the offset-syncs topic and the record match)\n",
+			       path, i, c->mirrors[i].name);
 	conf_free(c);
 	return 0;
 }

@@ -99,6 +99,20 @@ def test_check_config_prints_every_error_and_exits_2(bad):
     assert p.stderr.splitlines() == [f"{bad}:{e}" for e in BAD_ERRORS]
 
 
+def test_check_config_notes_a_setting_without_effect(tmp_path):
+    """`progress: tail` does nothing with `offsets: mm2`: valid, but said."""
+    path = tmp_path / "mm2.yaml"
+    path.write_text("listen:\n  kafka: 127.0.0.1:19092\nupstream:\n  broker: 127.0.0.1:9092\n"
+                    "mirrors:\n  - name: dr\n    bootstrap: 127.0.0.1:9093\n    offsets: mm2\n"
+                    "    progress: tail\n")
+    p = syncgate("--check-config", str(path))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == [
+        f"{path}: OK (1 mirrors)",
+        f"{path}: note: mirrors[0] (dr): 'progress: tail' has no effect with 'offsets: mm2' "
+        "(progress comes from the offset-syncs topic and the record match)"], p.stdout
+
+
 def test_check_config_of_a_missing_file(tmp_path):
     path = str(tmp_path / "nope.yaml")
     p = syncgate("--check-config", path)
