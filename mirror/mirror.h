@@ -127,6 +127,17 @@ void mirror_gate_note_unexempt_reader(struct mirror_gate *g, const char *client_
  */
 const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic);
 
+/**
+ * Whether a batch the source appended at [.., `end`) of `topic` /
+ * `partition` may be answered while fenced (proxy/retried.c): some mirror
+ * fences the topic, and each one that does either still gates it (the gate
+ * holds the answer until it has the records) or has confirmed progress at
+ * or past `end` (a verified failover's release). False for a fenced mirror
+ * that stopped gating without having them (demoted, altered to async,
+ * released after a drain that did not finish). Cheap; loop thread.
+ */
+bool mirror_gate_fenced_mirrored(struct mirror_gate *g, const char *topic, int32_t partition, int64_t end);
+
 /** True when any topic is fenced now (a request naming topics not yet read —
  * a streamed Produce — must then be read whole first). While the state log is
  * read, a fence seen in its history counts. O(1); loop thread. */

@@ -153,6 +153,23 @@ const char *mirror_gate_fenced_by(struct mirror_gate *g, const char *topic)
 	return NULL;
 }
 
+bool mirror_gate_fenced_mirrored(struct mirror_gate *g, const char *topic, int32_t partition, int64_t end)
+{
+	bool any = false;
+	for (size_t i = 0; i < g->nlinks; i++) {
+		struct mirror_tstate *t = mirror_tstate_get(g->links[i], topic, false);
+		if (!t || !mirror_tstate_fenced(t))
+			continue;
+		any = true;
+		if (mirror_tstate_gating(t))
+			continue; /* the gate holds the answer until this mirror has the records */
+		const struct mirror_pstate *ps = mirror_pstate_get(t, partition, false);
+		if (!ps || ps->progress < end)
+			return false; /* not gating (released, demoted, async) and not known to have them */
+	}
+	return any;
+}
+
 /* mirror_tstate_fenced over every topic, from the counts kept where the
  * fence changes (transitions.c apply_one, store.c free). */
 bool mirror_gate_any_fenced(struct mirror_gate *g)

@@ -23,7 +23,12 @@
  * broker's own (hold.c), so it is success only once every mirror has the
  * records (e->replayed: it vouches for no source HW). Before the switch
  * every producer id is the source's, so a remembered (id, epoch, sequences)
- * is that producer's batch. After the switch nothing is answered from the
+ * is that producer's batch. A fencing mirror that no longer gates the topic
+ * (a verified failover released it; or it was demoted, altered to async, or
+ * released after a drain that did not finish) must have confirmed progress
+ * past the batch (mirror_gate_fenced_mirrored), else the fence refuses the
+ * retry as before: never an answer for records a mirror may lack. After the
+ * switch (applied, or recorded and refused here) nothing is answered from the
  * map: a client's producer id may then be one the destination issued, equal
  * to a source id the map remembers, and its first batch would be taken for
  * the other's retry — a false ack. A request mixing remembered and other
@@ -83,11 +88,17 @@ static int build_answer(struct proxy_conn *c, const struct codec_produce_request
 			const struct codec_produce_partition_req *rp = &rt->partitions[p];
 			int32_t first, last;
 			int64_t base;
-			if (!proxy_produce_batch_seqs(rp, &first, &last) || (rp->last_batch.attributes & 0x10) ||
+			/* one batch (its summary is the last batch's), idempotent, not transactional */
+			if (rp->nbatches != 1 || !proxy_produce_batch_seqs(rp, &first, &last) ||
+			    (rp->last_batch.attributes & 0x10) ||
 			    !proxy_pidmap_appended_find(c->srv->pidmap, rp->last_batch.producer_id,
 							rp->last_batch.producer_epoch,
 							proxy_pidmap_batch_key(name, rp->index, first, last), first,
 							last, &base))
+				return 0;
+			/* a fencing mirror that stopped gating must be known to have the records */
+			if (!mirror_gate_fenced_mirrored(c->srv->gate, name, rp->index,
+							 base + ((int64_t)last - first) + 1))
 				return 0;
 			ot->partitions[p] = (struct codec_produce_partition_resp){
 				.index = rp->index, .error_code = CODEC_ERROR_NONE, .base_offset = base,
@@ -120,7 +131,7 @@ static int hold_again(struct proxy_conn *c, const struct codec_request_header *h
 	int held = niov < 0 ? -1 : proxy_hold_produce(c, e, frame, len, hdr_len, iov, niov);
 	if (held < 0)
 		goto out;
-	if (!held) { /* no longer gated (released): the answer as it is */
+	if (!held) { /* no longer gated (released): build_answer saw each fencing mirror has the records */
 		e->out = frame;
 		frame = NULL;
 		proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
@@ -138,7 +149,8 @@ out:
 int proxy_retried_produce(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
 			  int16_t wire_version, const struct codec_produce_request *req)
 {
-	if (!c->srv->gate || c->srv->switched || !c->srv->pidmap || req->acks == 0 ||
+	if (!c->srv->gate || c->srv->switched || mirror_gate_serving(c->srv->gate) || !c->srv->pidmap ||
+	    req->acks == 0 ||
 	    !proxy_pidmap_appended_size(c->srv->pidmap) || !mirror_gate_any_fenced(c->srv->gate))
 		return 0; /* no fence: the broker de-duplicates its own retries; switched: see above */
 	bool fenced;

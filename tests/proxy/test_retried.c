@@ -4,7 +4,8 @@
  * a pair whose upstream end plays the broker: the batch sequences a Produce
  * carries; while the topic is fenced a retry of a remembered batch is
  * answered at the source's offset instead of refused, while a batch not
- * remembered, or one under another epoch, is refused; after the switch
+ * remembered, or one under another epoch, is refused, and so is one a
+ * fencing mirror that stopped gating never confirmed; after the switch
  * nothing is answered from memory (the batch is remapped); not fenced, the
  * retry goes to the broker byte for byte; the first PRODUCER_ID claim of a
  * key in the state log is the one kept.
@@ -50,6 +51,16 @@ static void after_failover(struct fixture *f, bool switched)
 	f->srv.switched = switched;
 	if (switched)
 		snprintf(f->srv.switch_mirror, sizeof(f->srv.switch_mirror), "dr");
+}
+
+/* What mirror dr confirmed of "t"[0]: the first offset it does not have. */
+static void confirmed(struct fixture *f, int64_t progress)
+{
+	struct mirror_tstate *t = mirror_tstate_get(f->srv.gate->links[0], "t", true);
+	cr_assert_not_null(t);
+	struct mirror_pstate *ps = mirror_pstate_get(t, 0, true);
+	cr_assert_not_null(ps);
+	ps->progress = progress;
 }
 
 static void gated_pair(struct fixture *f)
@@ -107,6 +118,7 @@ Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_
 {
 	struct fixture f;
 	after_failover(&f, false); /* fenced, released (nothing gates it: the answer goes out at once) */
+	confirmed(&f, 1235);       /* the failover's drain saw dr have it */
 	learn(&f, 7, 0, 0, 1234);
 	double before = answered();
 	struct codec_buf p = PAIR_FLEX_BUF;
@@ -131,6 +143,36 @@ Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_
 	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
 	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
 	cr_assert(eq(i16, produce_answer_of(cl, n, 3, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
+
+Test(retried, fenced_by_a_mirror_that_stopped_gating_without_the_records_the_retry_is_refused)
+{
+	/* released after a drain that did not finish (or demoted, altered to
+	 * async while fenced): dr never confirmed offset 1234, so answering the
+	 * retry would acknowledge a record the new primary may lack */
+	struct fixture f;
+	after_failover(&f, false);
+	confirmed(&f, 1234);
+	learn(&f, 7, 0, 0, 1234);
+	double before = answered();
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	uint8_t up[8192], cl[1024];
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing reaches the fenced source");
+	int64_t base;
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(i16, produce_answer_of(cl, n, 1, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS), "refused, not acked");
+	cr_assert(eq(dbl, answered(), before));
+	/* once dr is known to have it, the same retry is answered */
+	confirmed(&f, 1235);
+	produce_v9(&p, 2, NULL, 7, 0, 0, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(i16, produce_answer_of(cl, n, 2, &base), CODEC_ERROR_NONE));
+	cr_assert(eq(i64, base, 1234));
 	codec_buf_free(&p);
 	pair_fini(&f);
 }
