@@ -14,7 +14,7 @@
  *      topics copied to the destination (preserved: same offsets; mm2:
  *      translated through the offset-syncs, never past a record the
  *      destination lacks), skipping groups active on the destination;
- *   5. release: RELEASE records (mirror_gate_release); the fence stays until
+ *   5. release: RELEASE records (mirror_gate_release_verified); the fence stays until
  *      syncgate-ctl unfence.
  * Steps 2–4 run on a job thread with its own librdkafka clients (blocking
  * calls); 1 and 5 are state-log records, i.e. admin calls of ops.c. A
@@ -244,7 +244,7 @@ void mirror_failover_job_done(struct mirror_gate *g, struct mirror_failover *f)
 	}
 	if (f->fencing && f->verified && !f->error[0]) {
 		f->phase = FO_RELEASING;
-		f->op = mirror_gate_release(g, f->mirror, f->regex, release_answered, f);
+		f->op = mirror_gate_release_verified(g, f->mirror, f->regex, release_answered, f);
 		if (!f->op)
 			fo_error(f, 500, "out of memory");
 		return;

@@ -379,10 +379,17 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
  * or effective SYNC and whose name matches `topics_regex` (anchored POSIX
  * ERE; NULL: all). Destructive: their held acks complete at once under the
  * async predicate; sticky Released marker until a recovery promotion.
- * Answers like mirror_gate_alter(); 400 on a bad regex. Loop thread.
+ * Answers like mirror_gate_alter(); 400 on a bad regex; 409 when a selected
+ * topic is fenced for a failover (fenced and released means its failover
+ * verified zero RPO: only mirror_gate_release_verified releases it). Loop
+ * thread.
  */
 struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
 				      mirror_op_cb cb, void *arg);
+
+/** mirror_gate_release() for `failover`'s step 5, once it verified zero RPO: fenced topics too. */
+struct mirror_op *mirror_gate_release_verified(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+					       mirror_op_cb cb, void *arg);
 
 /**
  * Failover fence (syncgate-ctl failover / unfence): append FENCE (fence

@@ -407,6 +407,7 @@ struct mirror_op *mirror_gate_alter(struct mirror_gate *g, const char *mirror, c
 struct select_ctx {
 	struct mirror_op *op;
 	const regex_t *re;          /* --topics, or NULL: every topic */
+	bool verified;              /* OP_RELEASE by a failover that verified zero RPO: fenced topics too */
 };
 
 /* Add (mirror, topic) to a --release-sync / fence when it is SYNC (desired
@@ -421,13 +422,21 @@ static void select_topic(struct mirror_tstate *t, void *arg)
 		return;
 	if (c->re && regexec(c->re, t->topic, 0, NULL, 0) != 0)
 		return;
+	if (c->op->kind == OP_RELEASE && t->ls.fenced && !c->verified) {
+		/* fenced and released means "its failover verified zero RPO" (the
+		 * switch and retried.c rely on it): only that failover releases it */
+		op_error(c->op, 409, "topic %s is fenced for a failover of mirror %s: only a failover that verified "
+			 "zero RPO releases it (run syncgate-ctl failover again, or unfence it first)", t->topic,
+			 t->link->name);
+		return;
+	}
 	if (op_add_item(c->op, t->link->name, t->topic) != 0)
 		op_error(c->op, 500, "out of memory");
 }
 
 /* One record for every selected topic of `mirror` (select_topic). */
 static struct mirror_op *op_topics(struct mirror_gate *g, enum op_kind kind, const char *mirror,
-				   const char *topics_regex, mirror_op_cb cb, void *arg)
+				   const char *topics_regex, bool verified, mirror_op_cb cb, void *arg)
 {
 	struct mirror_op *op = op_new(g, kind, cb, arg);
 	if (!op)
@@ -456,7 +465,7 @@ static struct mirror_op *op_topics(struct mirror_gate *g, enum op_kind kind, con
 		}
 		have_re = true;
 	}
-	struct select_ctx c = {.op = op, .re = have_re ? &re : NULL};
+	struct select_ctx c = {.op = op, .re = have_re ? &re : NULL, .verified = verified};
 	mirror_each_topic(NULL, l, select_topic, &c);
 	if (have_re)
 		regfree(&re);
@@ -473,13 +482,19 @@ static struct mirror_op *op_topics(struct mirror_gate *g, enum op_kind kind, con
 struct mirror_op *mirror_gate_release(struct mirror_gate *g, const char *mirror, const char *topics_regex,
 				      mirror_op_cb cb, void *arg)
 {
-	return op_topics(g, OP_RELEASE, mirror, topics_regex, cb, arg);
+	return op_topics(g, OP_RELEASE, mirror, topics_regex, false, cb, arg);
+}
+
+struct mirror_op *mirror_gate_release_verified(struct mirror_gate *g, const char *mirror, const char *topics_regex,
+					       mirror_op_cb cb, void *arg)
+{
+	return op_topics(g, OP_RELEASE, mirror, topics_regex, true, cb, arg);
 }
 
 struct mirror_op *mirror_gate_fence(struct mirror_gate *g, const char *mirror, const char *topics_regex,
 				    bool fence, mirror_op_cb cb, void *arg)
 {
-	return op_topics(g, fence ? OP_FENCE : OP_UNFENCE, mirror, topics_regex, cb, arg);
+	return op_topics(g, fence ? OP_FENCE : OP_UNFENCE, mirror, topics_regex, false, cb, arg);
 }
 
 void mirror_op_cancel(struct mirror_op *op)

@@ -678,7 +678,7 @@ Test(gate_lifecycle, fence_then_release_fails_unconfirmed_waiters_and_blocks_rec
 	cr_assert(eq(i64, (int64_t)(c1.calls), (int64_t)(1)));
 	cr_assert(eq(i64, (int64_t)(c1.o), (int64_t)(MIRROR_SATISFIED)));
 	struct answer a = {0};
-	mirror_gate_release(g, "dr", NULL, on_answer, &a);
+	mirror_gate_release_verified(g, "dr", NULL, on_answer, &a); /* failover's step 5 */
 	await(&a);
 	cr_assert_str_eq(result0(&a, NULL, 0), "RELEASED");
 	pump();

@@ -157,7 +157,18 @@ Test(gate_switch, refused_until_the_failover_is_on_record_then_applied_once)
 	cr_assert(strstr(jstr(a.doc, "error"), "not released") != NULL, "%s", jstr(a.doc, "error"));
 	json_decref(a.doc);
 	cr_assert(eq(i64, (int64_t)hook_calls, (int64_t)0));
-	op(mirror_gate_release);
+	/* --release-sync cannot stand in for a verified failover */
+	struct answer r = {0};
+	cr_assert_not_null(mirror_gate_release(g, "dr", NULL, on_answer, &r));
+	await(&r);
+	cr_assert(eq(i64, (int64_t)r.status, (int64_t)409));
+	cr_assert(strstr(jstr(r.doc, "error"), "only a failover that verified zero RPO releases it") != NULL, "%s",
+		  jstr(r.doc, "error"));
+	json_decref(r.doc);
+	a = do_switch(false);
+	cr_assert(eq(i64, (int64_t)a.status, (int64_t)409), "still not released");
+	json_decref(a.doc);
+	op(mirror_gate_release_verified); /* the failover's step 5 */
 	a = do_switch(true);
 	cr_assert(eq(i64, (int64_t)a.status, (int64_t)200));
 	bool would = json_is_true(json_object_get(a.doc, "would_switch"));
