@@ -1,6 +1,7 @@
 #!/bin/sh
 # Build the codec fuzz targets with clang into build-fuzz/ and run each one
-# for SECONDS (default 10) over a copy of the seed corpus; an input running
+# for SECONDS (default 10) over a copy of the seed corpus, SG_FUZZ_JOBS
+# (default: the number of cores) at a time; an input running
 # over 5 s counts as a hang. Crashes and hangs are left as
 # build-fuzz/{crash,timeout}-* files: once fixed, add them to
 # tests/fuzz/corpus/<target>/ as regression inputs.
@@ -17,8 +18,9 @@ targets=$(cd "$root/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
 # the target names up before it would regenerate)
 ninja -C "$build" build.ninja >/dev/null
 meson compile -C "$build" $targets >/dev/null
-status=0
-for t in $targets; do
+# one target: its result line (and, failed, the report and the inputs) on stdout
+run_one() {
+	t=$1
 	name=${t#fuzz_}
 	work=$build/fuzz-corpus/$name
 	mkdir -p "$work"
@@ -33,7 +35,29 @@ for t in $targets; do
 		for f in $(grep -o -E "(crash|timeout|oom|leak)-[0-9a-f]+" "$build/$t.log" | sort -u); do
 			[ -f "$build/$f" ] && echo "$f base64: $(head -c 4096 "$build/$f" | base64 -w0)"
 		done
-		status=1
+		return 1
 	fi
+}
+# SG_FUZZ_JOBS targets at a time (default: one per core), each for $secs
+jobs=${SG_FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+status=0
+set -- $targets
+while [ $# -gt 0 ]; do
+	pids="" outs=""
+	i=0
+	while [ $i -lt "$jobs" ] && [ $# -gt 0 ]; do
+		out=$build/$1.result
+		run_one "$1" >"$out" &
+		pids="$pids $!" outs="$outs $out"
+		i=$((i + 1))
+		shift
+	done
+	for p in $pids; do
+		wait "$p" || status=1
+	done
+	for o in $outs; do
+		cat "$o"
+		rm -f "$o"
+	done
 done
 exit $status
