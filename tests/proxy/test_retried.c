@@ -114,6 +114,20 @@ Test(retried, batch_sequences_of_a_request)
 	cr_assert_not(proxy_produce_batch_seqs(&p, &first, &last), "not a RecordBatch v2");
 }
 
+/* Producer 7 sends batch `seq` (epoch `epoch`, request `corr`) of "t"[0]
+ * while fenced: nothing reaches the source; the answer's code, *base its offset. */
+static int16_t fenced_send(struct fixture *f, int32_t corr, int16_t epoch, int32_t seq, int64_t *base)
+{
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, corr, NULL, 7, epoch, seq, false, 10);
+	cr_assert(eq(i64, (int64_t)write(f->cl, p.data, p.len), (int64_t)p.len));
+	codec_buf_free(&p);
+	uint8_t up[8192], cl[1024];
+	cr_assert(eq(sz, pair_end_drain(f, f->up, up, sizeof(up)), 0), "nothing reaches the fenced source");
+	size_t n = pair_end_drain(f, f->cl, cl, sizeof(cl));
+	return produce_answer_of(cl, n, corr, base);
+}
+
 Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_refused)
 {
 	struct fixture f;
@@ -121,29 +135,14 @@ Test(retried, fenced_a_retry_of_an_appended_batch_is_answered_at_its_offset_not_
 	confirmed(&f, 1235);       /* the failover's drain saw dr have it */
 	learn(&f, 7, 0, 0, 1234);
 	double before = answered();
-	struct codec_buf p = PAIR_FLEX_BUF;
-	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
-	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	uint8_t up[8192], cl[1024];
-	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing reaches the fenced source");
 	int64_t base;
-	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, produce_answer_of(cl, n, 1, &base), CODEC_ERROR_NONE), "acknowledged, not refused");
+	cr_assert(eq(i16, fenced_send(&f, 1, 0, 0, &base), CODEC_ERROR_NONE), "acknowledged, not refused");
 	cr_assert(eq(i64, base, 1234), "at the offset the source gave");
 	cr_assert(eq(dbl, answered(), before + 1));
-
 	/* the next batch (sequence 1) was never appended: the fence refuses it */
-	produce_v9(&p, 2, NULL, 7, 0, 1, false, 10);
-	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
-	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, produce_answer_of(cl, n, 2, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
+	cr_assert(eq(i16, fenced_send(&f, 2, 0, 1, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
 	/* nor is another epoch's batch at a remembered sequence a retry */
-	produce_v9(&p, 3, NULL, 7, 1, 0, false, 10);
-	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, produce_answer_of(cl, n, 3, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
-	codec_buf_free(&p);
+	cr_assert(eq(i16, fenced_send(&f, 3, 1, 0, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS));
 	pair_fini(&f);
 }
 
@@ -157,23 +156,13 @@ Test(retried, fenced_by_a_mirror_that_stopped_gating_without_the_records_the_ret
 	confirmed(&f, 1234);
 	learn(&f, 7, 0, 0, 1234);
 	double before = answered();
-	struct codec_buf p = PAIR_FLEX_BUF;
-	produce_v9(&p, 1, NULL, 7, 0, 0, false, 10);
-	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	uint8_t up[8192], cl[1024];
-	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing reaches the fenced source");
 	int64_t base;
-	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, produce_answer_of(cl, n, 1, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS), "refused, not acked");
+	cr_assert(eq(i16, fenced_send(&f, 1, 0, 0, &base), CODEC_ERROR_NOT_ENOUGH_REPLICAS), "refused, not acked");
 	cr_assert(eq(dbl, answered(), before));
 	/* once dr is known to have it, the same retry is answered */
 	confirmed(&f, 1235);
-	produce_v9(&p, 2, NULL, 7, 0, 0, false, 10);
-	cr_assert(eq(i64, (int64_t)write(f.cl, p.data, p.len), (int64_t)p.len));
-	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(i16, produce_answer_of(cl, n, 2, &base), CODEC_ERROR_NONE));
+	cr_assert(eq(i16, fenced_send(&f, 2, 0, 0, &base), CODEC_ERROR_NONE));
 	cr_assert(eq(i64, base, 1234));
-	codec_buf_free(&p);
 	pair_fini(&f);
 }
 
