@@ -93,9 +93,13 @@ fi
 if [ $integ -eq 1 ]; then
   step "Kafka jars (tests/kafka/fetch-jars.sh) and test mirror"
   bash tests/kafka/fetch-jars.sh >/dev/null || fail_step "tests/kafka/fetch-jars.sh"
-  # the newest broker (test_proxy.py: ApiVersions v5), broker jars only
-  SG_KAFKA_VERSION=4.4.0 SG_KAFKA_BROKER_ONLY=1 bash tests/kafka/fetch-jars.sh >/dev/null \
-    || fail_step "tests/kafka/fetch-jars.sh (Kafka 4.4.0)"
+  # the broker matrix's other versions (test_broker_matrix.py; the newest
+  # also for test_proxy.py's ApiVersions v5), broker jars only; the list is
+  # kafkabed.BROKER_MATRIX
+  for v in $(cd tests/integration && "$PY" -c 'import kafkabed; print(*kafkabed.BROKER_MATRIX)'); do
+    SG_KAFKA_VERSION="$v" SG_KAFKA_BROKER_ONLY=1 bash tests/kafka/fetch-jars.sh >/dev/null \
+      || fail_step "tests/kafka/fetch-jars.sh (Kafka $v)"
+  done
   bash tests/kafka/build-testmirror.sh >/dev/null || fail_step "tests/kafka/build-testmirror.sh"
   # the client matrix's clients (Go, npm, PyPI, Maven Central; cached under .cache/clients);
   # a part that fails to install fails its own tests, the rest still run

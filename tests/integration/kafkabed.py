@@ -38,24 +38,48 @@ from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 KAFKA_DIR = os.path.join(REPO, "tests", "kafka")
 STATE_HOME = os.environ.get("SG_STATE_HOME", "/tmp/syncgate-testbed")
+
+
+def _pinned_kafka() -> str:
+    with open(os.path.join(KAFKA_DIR, "pom.xml")) as f:
+        for line in f:
+            if "<kafka.version>" in line:
+                return line.split("<kafka.version>")[1].split("<")[0].strip()
+    raise RuntimeError("tests/kafka/pom.xml names no <kafka.version>")
+
+
+# The Kafka version the test bed runs, read from the one place that pins it
+# (tests/kafka/pom.xml; fetch-jars.sh reads the same): the whole suite runs on it.
+PINNED_KAFKA = _pinned_kafka()
 # The newest Kafka broker, whose versions syncgate's API table follows
-# (codec/api.c); the test bed itself runs the version pinned in pom.xml.
+# (codec/api.c).
 NEWEST_KAFKA = "4.4.0"
+# The other release lines the broker matrix runs (test_broker_matrix.py):
+# the gate, the clamp, the lifecycle and the client basics on brokers of each;
+# the newest patch of each line that Maven Central serves. tests/run.sh
+# fetches their jars ahead from this list.
+BROKER_MATRIX = ("3.9.2", "4.0.2", NEWEST_KAFKA)
 
 
-def newest_kafka_libs() -> str:
-    """The jar folder of a NEWEST_KAFKA broker (no MirrorMaker 2), fetched by
-    fetch-jars.sh when missing (tests/run.sh fetches it ahead);
-    SG_KAFKA_NEWEST_LIBS says where instead. For
+def kafka_libs(version: str) -> str:
+    """The jar folder of a Kafka `version` broker (no MirrorMaker 2, no
+    Streams), fetched by fetch-jars.sh when missing. For
     start_cluster(kafka_libs=...)."""
-    libs = os.environ.get("SG_KAFKA_NEWEST_LIBS") or \
-        os.path.join(REPO, ".cache", f"kafka-{NEWEST_KAFKA}", "libs")
+    libs = os.path.join(REPO, ".cache", f"kafka-{version}", "libs")
     if not os.path.isfile(os.path.join(libs, ".complete")):
         subprocess.run(["bash", os.path.join(KAFKA_DIR, "fetch-jars.sh")], check=True, timeout=900,
                        stdout=subprocess.DEVNULL,
-                       env={**os.environ, "SG_KAFKA_VERSION": NEWEST_KAFKA,
+                       env={**os.environ, "SG_KAFKA_VERSION": version,
                             "SG_KAFKA_BROKER_ONLY": "1", "SG_KAFKA_LIBS": libs})
     return libs
+
+
+def newest_kafka_libs() -> str:
+    """The jar folder of a NEWEST_KAFKA broker (kafka_libs);
+    SG_KAFKA_NEWEST_LIBS says where instead."""
+    return os.environ.get("SG_KAFKA_NEWEST_LIBS") or kafka_libs(NEWEST_KAFKA)
+
+
 MM2_OFFSET_SYNCS_TOPIC = "mm2-offset-syncs.dest.internal"  # on the SOURCE cluster
 
 

@@ -23,12 +23,12 @@ from typing import Optional
 import pytest
 import yaml
 
-from kafkabed import REPO, Cluster, wait_until
+from kafkabed import PINNED_KAFKA, REPO, Cluster, wait_until
 
 SYNCGATE_BIN = os.environ.get("SYNCGATE_BIN", os.path.join(REPO, "build", "proxy", "syncgate"))
 
 
-KAFKA_LIBS = os.path.join(REPO, ".cache", "kafka-4.3.1", "libs")
+KAFKA_LIBS = os.path.join(REPO, ".cache", f"kafka-{PINNED_KAFKA}", "libs")
 # Kafka Streams and the jars it needs beyond KAFKA_LIBS (fetch-jars.sh): a
 # Streams program runs with both folders on its class path.
 KAFKA_STREAMS_LIBS = os.path.join(os.path.dirname(KAFKA_LIBS), "streams")

@@ -54,6 +54,10 @@ else
   n=$(ls "$tmp"/*.jar | wc -l)
   ls "$tmp"/kafka_2.13-"$version".jar >/dev/null
   [ ${#only[@]} -gt 0 ] || ls "$tmp"/connect-mirror-"$version".jar >/dev/null
+  # Kafka 3.x logs through log4j 1 (slf4j-reload4j, configured by
+  # log4j.properties); the pom's log4j2 binding beside it would make slf4j
+  # pick one of two at random: it goes.
+  if ls "$tmp"/slf4j-reload4j-*.jar >/dev/null 2>&1; then rm -f "$tmp"/log4j-slf4j-impl-*.jar; fi
   rm -rf "$libs"; mv "$tmp" "$libs"; tmp=""
   touch "$libs/.complete"
   echo "fetch-jars: $n jars ready" >&2

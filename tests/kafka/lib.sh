@@ -194,5 +194,6 @@ sg_java_opts() {
   echo "-Xms64m -Xmx${SG_HEAP:-384m} -XX:+UseSerialGC -XX:TieredStopAtLevel=1" \
        "-XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true" \
        "-Dlog4j2.configurationFile=$SG_KAFKA_DIR/log4j2.properties" \
+       "-Dlog4j.configuration=file:$SG_KAFKA_DIR/log4j.properties" \
        "-Dsyncgate.testbed=$SG_RUN_DIR"
 }
