@@ -18,8 +18,10 @@
 #        BUILD_DIR           meson build dir (default: build)
 #        SG_KEEP_RUN_DIR=1   keep the Kafka run dir (logs) even when all pass
 #        SG_TEST_TIMEOUT     per-test limit in seconds (default 600, pytest-timeout)
-#        SG_TEST_WORKERS     integration test files run side by side (default 2,
+#        SG_TEST_WORKERS     integration test files run side by side (default 3,
 #                            pytest-xdist; 1 = one after another)
+#        SG_ASAN_BESIDE=0    run the ASan+UBSan steps after the integration
+#                            tests instead of beside them
 set -uo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -90,6 +92,85 @@ EOF
   if [ $rc -ne 0 ] && [ "$uf" -eq 0 ]; then failed=$((failed + 1)); notes+=("FAILED: meson test exited $rc"); fi
 fi
 
+# one-shot checks, each counted as one test: check NAME cmd...
+# A failed check's last lines go into the summary, so the end of the output
+# (all a CI report may keep) says why.
+account() {  # account NAME RC OUTPUT-FILE
+  if [ "$2" -eq 0 ]; then passed=$((passed + 1)); notes+=("$1: passed")
+  else
+    failed=$((failed + 1)); notes+=("FAILED: $1")
+    while IFS= read -r line; do notes+=("    | $line"); done < <(grep -v '^\s*$' "$3" | tail -n 12)
+  fi
+}
+check() {
+  local name="$1"; shift
+  step "$name"
+  local out rc; out="$(mktemp)"
+  "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
+  account "$name" "$rc" "$out"
+  rm -f "$out"
+}
+
+# bg_chain NAME FN [NAME FN]...: the FNs one after another in the background
+# (beside the integration tests, which mostly wait on brokers and mirrors),
+# each one's output and exit code kept; bg_report prints and counts them.
+bg_dir="" bg_pid=""
+bg_chain() {
+  bg_dir="$(mktemp -d /tmp/syncgate-bg.XXXXXX)"
+  local i
+  for ((i = 0; i < $#; i += 2)); do
+    local a=$((i + 1)); echo "${!a}" > "$bg_dir/$((i / 2)).name"
+  done
+  (
+    set -- "$@"; n=0
+    while [ $# -ge 2 ]; do
+      "$2" > "$bg_dir/$n.out" 2>&1; echo $? > "$bg_dir/$n.rc"; n=$((n + 1)); shift 2
+    done
+  ) &
+  bg_pid=$!
+}
+bg_report() {
+  [ -n "$bg_dir" ] || return 0
+  wait "$bg_pid"
+  local n=0 rc
+  while [ -f "$bg_dir/$n.name" ]; do
+    step "$(cat "$bg_dir/$n.name") (ran beside the integration tests)"
+    cat "$bg_dir/$n.out" 2>/dev/null
+    rc="$(cat "$bg_dir/$n.rc" 2>/dev/null || echo 1)"
+    account "$(cat "$bg_dir/$n.name")" "$rc" "$bg_dir/$n.out"
+    n=$((n + 1))
+  done
+  rm -rf "$bg_dir"; bg_dir=""
+}
+
+# a hung test fails after SG_TEST_TIMEOUT seconds instead of eating CI's budget
+tmo=(); "$PY" -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout "${SG_TEST_TIMEOUT:-600}")
+# ASan + UBSan build of the unit tests (halts on the first report); beside
+# the integration tests it builds and runs at a lower priority (asan_nice)
+asan_nice=()
+asan_tests() {
+  [ -f build-asan/build.ninja ] || "${asan_nice[@]+"${asan_nice[@]}"}" meson setup build-asan -Dwerror=true \
+    -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || return 1
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+    LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp" \
+    "${asan_nice[@]+"${asan_nice[@]}"}" meson test -C build-asan --print-errorlogs
+}
+# the restart and lifecycle paths (state log replay, reload, SIGKILL) on
+# real Kafka with the sanitized binary; a report in its log fails the test
+asan_restarts() {
+  # meson test builds only what the unit tests need: the binary too
+  "${asan_nice[@]+"${asan_nice[@]}"}" meson compile -C build-asan >/dev/null || return 1
+  SG_STATE_HOME="/tmp/syncgate-testbed/pytest-asan.$$" SYNCGATE_BIN="$repo/build-asan/proxy/syncgate" \
+    UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
+    "$PY" -m pytest -q -p no:cacheprovider "${tmo[@]+"${tmo[@]}"}" tests/integration \
+    -k "restart_history or test_lifecycle or replays_the_switch"
+  local rc=$?
+  rmdir "/tmp/syncgate-testbed/pytest-asan.$$" 2>/dev/null
+  [ $rc -eq 0 ]
+}
+ASAN_UNIT="unit tests under ASan+UBSan (build-asan)"
+ASAN_RESTARTS="restart and lifecycle integration tests under ASan+UBSan (build-asan)"
+
 if [ $integ -eq 1 ]; then
   step "Kafka jars (tests/kafka/fetch-jars.sh) and test mirror"
   bash tests/kafka/fetch-jars.sh >/dev/null || fail_step "tests/kafka/fetch-jars.sh"
@@ -105,17 +186,21 @@ if [ $integ -eq 1 ]; then
   # a part that fails to install fails its own tests, the rest still run
   step "client matrix clients (tests/clients/install.sh)"
   bash tests/clients/install.sh >/dev/null || { failed=$((failed + 1)); notes+=("FAILED: tests/clients/install.sh"); }
+  # the ASan steps run beside the suite (SG_ASAN_BESIDE=0: after it)
+  if [ $unit -eq 1 ] && [ "${SG_ASAN_BESIDE:-1}" = 1 ]; then
+    asan_nice=(nice -n 10)
+    bg_chain "$ASAN_UNIT" asan_tests "$ASAN_RESTARTS" asan_restarts
+  fi
   step "integration tests (real Apache Kafka)"
   junit="$(mktemp /tmp/syncgate-pytest.XXXXXX.xml)"
   # a state home of our own, so the leftover check below ignores e.g. a running sandbox
   export SG_STATE_HOME="/tmp/syncgate-testbed/pytest.$$"
-  # a hung test fails after SG_TEST_TIMEOUT seconds instead of eating CI's budget
-  tmo=(); "$PY" -c "import pytest_timeout" 2>/dev/null && tmo=(--timeout "${SG_TEST_TIMEOUT:-600}")
   # test files side by side (pytest-xdist), each worker with a test bed of its
   # own (its own source and dest clusters); a file stays on one worker, so its
   # module fixtures are made once. Most of a test's time is waiting (brokers
-  # starting, mirrors copying, timeouts), so two workers fit the two cores.
-  par=(); workers="${SG_TEST_WORKERS:-2}"
+  # starting, mirrors copying, timeouts: one worker keeps a core under half
+  # busy), so three workers fit the two cores.
+  par=(); workers="${SG_TEST_WORKERS:-3}"
   if [ "$workers" -gt 1 ] && "$PY" -c "import xdist" 2>/dev/null; then
     par=(-n "$workers" --dist loadfile)
   fi
@@ -161,48 +246,13 @@ EOF
     failed=$((failed + 1)); notes+=("FAILED: test-bed processes left running: $left")
   fi
 fi
-
-# one-shot checks, each counted as one test: check NAME cmd...
-# A failed check's last lines go into the summary, so the end of the output
-# (all a CI report may keep) says why.
-check() {
-  local name="$1"; shift
-  step "$name"
-  local out rc; out="$(mktemp)"
-  "$@" 2>&1 | tee "$out"; rc=${PIPESTATUS[0]}
-  if [ "$rc" -eq 0 ]; then passed=$((passed + 1)); notes+=("$name: passed")
-  else
-    failed=$((failed + 1)); notes+=("FAILED: $name")
-    while IFS= read -r line; do notes+=("    | $line"); done < <(grep -v '^\s*$' "$out" | tail -n 12)
-  fi
-  rm -f "$out"
-}
+bg_report
 
 if [ $unit -eq 1 ]; then
-  # ASan + UBSan build of the unit tests (halts on the first report)
-  asan_tests() {
-    [ -f build-asan/build.ninja ] || meson setup build-asan -Dwerror=true \
-      -Db_sanitize=address,undefined -Db_lundef=false >/dev/null || return 1
-    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-      LSAN_OPTIONS="suppressions=$repo/tests/lsan.supp" \
-      meson test -C build-asan --print-errorlogs
-  }
-  check "unit tests under ASan+UBSan (build-asan)" asan_tests
-  if [ $integ -eq 1 ]; then
-    # the restart and lifecycle paths (state log replay, reload, SIGKILL) on
-    # real Kafka with the sanitized binary; a report in its log fails the test
-    asan_restarts() {
-      # meson test builds only what the unit tests need: the binary too
-      meson compile -C build-asan >/dev/null || return 1
-      SG_STATE_HOME="/tmp/syncgate-testbed/pytest-asan.$$" SYNCGATE_BIN="$repo/build-asan/proxy/syncgate" \
-        UBSAN_OPTIONS=print_stacktrace=1 ASAN_OPTIONS=detect_leaks=1 \
-        "$PY" -m pytest -q -p no:cacheprovider "${tmo[@]+"${tmo[@]}"}" tests/integration \
-        -k "restart_history or test_lifecycle or replays_the_switch"
-      local rc=$?
-      rmdir "/tmp/syncgate-testbed/pytest-asan.$$" 2>/dev/null
-      [ $rc -eq 0 ]
-    }
-    check "restart and lifecycle integration tests under ASan+UBSan (build-asan)" asan_restarts
+  # when they did not run beside the integration tests
+  if [ $integ -eq 0 ] || [ "${SG_ASAN_BESIDE:-1}" != 1 ]; then
+    check "$ASAN_UNIT" asan_tests
+    [ $integ -eq 0 ] || check "$ASAN_RESTARTS" asan_restarts
   fi
   # every libFuzzer target briefly, seeded with the golden frames
   check "fuzz targets, ${SG_FUZZ_SECONDS:-10}s each (tests/fuzz/run.sh)" \
