@@ -77,7 +77,12 @@ def txn_client_setup(bed, source, dest, make_syncgate, txn_mirror, clients, clie
 
 
 def test_commit_held_until_mirrored(bed, source, dest, make_syncgate, txn_mirror, clients, client, topic_name):
-    sg, mirror, p = txn_client_setup(bed, source, dest, make_syncgate, txn_mirror, clients, client, topic_name)
+    # the hold limit well above the test's own steps while the mirror is
+    # stopped (a 4 s wait and several reads of both clusters: past the
+    # default 8 s on a loaded machine), so the commit is answered by the
+    # mirror's progress, never by the limit
+    sg, mirror, p = txn_client_setup(bed, source, dest, make_syncgate, txn_mirror, clients, client, topic_name,
+                                     max_txn_commit_hold_ms=30000)
     assert p.ask("begin") == "BEGUN"
     mirror.send_signal(signal.SIGSTOP)
     sent = p.ask("send 5", timeout=30)
