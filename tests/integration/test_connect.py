@@ -22,7 +22,7 @@ at the first marker); transactions through syncgate are covered with mirrors
 that copy them (test_txn_commit*.py, test_streams.py).
 
 The connector (SeqSource, compiled here) writes the sequence numbers
-0..total-1, `batch` per poll, each with its source offset {"seq": n}.
+0, 1, 2, ..., `batch` per poll, each with its source offset {"seq": n}.
 """
 
 from __future__ import annotations
@@ -176,7 +176,8 @@ def test_connect_worker_through_syncgate_and_resumed_on_the_destination(
     for t in every:
         wait_sync(sg, "dr", t)
 
-    total, group = 600, f"connect-{tag}"
+    # never reached: the failover is always mid-run, however slow the machine
+    total, group = 10 ** 9, f"connect-{tag}"
     w = Worker(bed, f"connect-{tag}", sg.bootstrap, group, topics, seq_source)
     w.put_connector("seq", {"connector.class": "SeqSource", "tasks.max": "1", "topic": out,
                             "total": str(total), "batch": "5", "interval.ms": "50"})
@@ -203,21 +204,21 @@ def test_connect_worker_through_syncgate_and_resumed_on_the_destination(
     mirror.stop()
     before = seqs(dest, out)
     assert before == list(range(len(before))), "every record once, in order, on the destination"
-    assert 0 < len(before) < total, "the failover happens mid-run"
+    assert len(before) > 0
 
     w2 = Worker(bed, f"connect-dr-{tag}", dest.bootstrap, group, topics, seq_source)
     wait_until(lambda: w2.running("seq"), timeout=90, what="the destination's worker finds the connector")
-    wait_until(lambda: seqs(dest, out)[-1:] == [total - 1], timeout=120,
-               what="the resumed task writes the rest on the destination")
+    wait_until(lambda: len(seqs(dest, out)) >= len(before) + 50, timeout=120,
+               what="the resumed task writes on, on the destination")
     got = seqs(dest, out)
-    assert sorted(set(got)) == list(range(total)), "nothing skipped"
     resumed = [ln for ln in w2.proc.log().splitlines() if "SEQSOURCE start next=" in ln]
     assert resumed, "the task said where it resumed"
     nxt = int(resumed[0].rsplit("=", 1)[1])
     assert 0 < nxt <= len(before), "resumed from an offset committed through syncgate"
     print(f"\nconnect: {len(before)} records through syncgate, resumed on the destination at {nxt}, "
-          f"{len(got) - total} written twice")
-    assert got == before + list(range(nxt, total)), \
-        "at least once: only the records after the committed offset are written again"
+          f"{len(before) - nxt} written twice")
+    tail = got[len(before):]
+    assert got[:len(before)] == before and tail == list(range(nxt, nxt + len(tail))), \
+        "at least once: nothing skipped, and only the records after the committed offset written again"
     assert w2.errors() == [], w2.errors()[:5]
     w2.proc.stop()

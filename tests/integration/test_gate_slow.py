@@ -89,7 +89,8 @@ def test_one_stopped_destination_broker_holds_only_its_partitions(
     assert res.error_code == 0, res
     # the resumed broker may answer NOT_LEADER until the controller has it back
     # as the partition's leader (it can be fenced while stopped): retry the read
-    hw = wait_until(lambda: dst3.high_watermark(topic_name, slow_part), timeout=30,
+    # (a loaded CI machine once took over 30 s to have it back)
+    hw = wait_until(lambda: dst3.high_watermark(topic_name, slow_part), timeout=90,
                     what=f"destination {topic_name}[{slow_part}] readable after the resume")
     assert hw > res.base_offset, (hw, res)
     c.close()
