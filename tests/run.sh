@@ -168,6 +168,8 @@ asan_restarts() {
   rmdir "/tmp/syncgate-testbed/pytest-asan.$$" 2>/dev/null
   [ $rc -eq 0 ]
 }
+# the fuzz targets built (clang, build-fuzz) ahead of their run
+fuzz_build() { "${asan_nice[@]+"${asan_nice[@]}"}" sh tests/fuzz/run.sh --build-only; }
 ASAN_UNIT="unit tests under ASan+UBSan (build-asan)"
 ASAN_RESTARTS="restart and lifecycle integration tests under ASan+UBSan (build-asan)"
 
@@ -189,7 +191,7 @@ if [ $integ -eq 1 ]; then
   # the ASan steps run beside the suite (SG_ASAN_BESIDE=0: after it)
   if [ $unit -eq 1 ] && [ "${SG_ASAN_BESIDE:-1}" = 1 ]; then
     asan_nice=(nice -n 10)
-    bg_chain "$ASAN_UNIT" asan_tests "$ASAN_RESTARTS" asan_restarts
+    bg_chain "$ASAN_UNIT" asan_tests "$ASAN_RESTARTS" asan_restarts "fuzz targets built (build-fuzz)" fuzz_build
   fi
   step "integration tests (real Apache Kafka)"
   junit="$(mktemp /tmp/syncgate-pytest.XXXXXX.xml)"

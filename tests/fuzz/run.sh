@@ -6,6 +6,7 @@
 # build-fuzz/{crash,timeout}-* files: once fixed, add them to
 # tests/fuzz/corpus/<target>/ as regression inputs.
 #   tests/fuzz/run.sh [SECONDS]
+#   tests/fuzz/run.sh --build-only     build the targets, run none
 set -eu
 secs=${1:-10}
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,6 +19,7 @@ targets=$(cd "$root/tests/fuzz" && ls fuzz_*.c | sed 's/\.c$//')
 # the target names up before it would regenerate)
 ninja -C "$build" build.ninja >/dev/null
 meson compile -C "$build" $targets >/dev/null
+[ "$secs" != --build-only ] || exit 0
 # one target: its result line (and, failed, the report and the inputs) on stdout
 run_one() {
 	t=$1
