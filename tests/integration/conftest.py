@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-import threading
 import uuid
 
 import pytest
@@ -61,23 +60,8 @@ def bed(request) -> KafkaBed:
 @pytest.fixture(scope="session")
 def _source_and_dest(bed) -> tuple[Cluster, Cluster]:
     """Start "source" and "dest" side by side (saves a few seconds)."""
-    out: dict = {}
-
-    def start(name):
-        try:
-            out[name] = bed.start_cluster(name)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            out[name] = e
-
-    threads = [threading.Thread(target=start, args=(n,)) for n in ("source", "dest")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for n in ("source", "dest"):
-        if isinstance(out[n], BaseException):
-            raise out[n]
-    return out["source"], out["dest"]
+    src, dst = bed.start_clusters(["source", "dest"])
+    return src, dst
 
 
 @pytest.fixture(scope="session")

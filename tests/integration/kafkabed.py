@@ -27,6 +27,7 @@ import shutil
 import struct
 import subprocess
 import tempfile
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -189,6 +190,31 @@ class KafkaBed:
         c.startup_seconds = time.monotonic() - t0
         self.clusters[name] = c
         return c
+
+    def start_clusters(self, names: Sequence[str], **kw) -> list["Cluster"]:
+        """start_cluster(name, **kw) for each name, side by side (each start
+        mostly waits on its JVMs); the clusters in the order named. If one
+        fails, the ones that started are stopped and its error raised."""
+        out: dict = {}
+
+        def start(name):
+            try:
+                out[name] = self.start_cluster(name, **kw)
+            except BaseException as e:  # noqa: BLE001 - re-raised below
+                out[name] = e
+
+        threads = [threading.Thread(target=start, args=(n,)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        failed = [out[n] for n in names if isinstance(out[n], BaseException)]
+        if failed:
+            for n in names:
+                if not isinstance(out[n], BaseException):
+                    out[n].stop(fast=True)
+            raise failed[0]
+        return [out[n] for n in names]
 
     # -- mirrors -------------------------------------------------------------
     def start_testmirror(self, name: str, source: "Cluster", dest: "Cluster",

@@ -19,8 +19,6 @@ What each version adds to what syncgate sees:
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 
 from kafkabed import BROKER_MATRIX, kafka_libs
@@ -44,26 +42,10 @@ pytestmark = pytest.mark.kafka
 def _matrix_clusters(request, bed):
     """A source and a destination cluster of one matrix version, side by
     side; stopped when the version's tests are done."""
-    libs = kafka_libs(request.param)
-    out: dict = {}
-
-    def start(role):
-        try:
-            out[role] = bed.start_cluster(f"{role}-{request.param.replace('.', '')}", kafka_libs=libs)
-        except BaseException as e:  # noqa: BLE001 - re-raised below
-            out[role] = e
-
-    threads = [threading.Thread(target=start, args=(r,)) for r in ("src", "dst")]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    made = [c for c in out.values() if not isinstance(c, BaseException)]
-    request.addfinalizer(lambda: [c.stop(fast=True) for c in made])
-    for role in ("src", "dst"):
-        if isinstance(out[role], BaseException):
-            raise out[role]
-    return request.param, out["src"], out["dst"]
+    tag = request.param.replace(".", "")
+    src, dst = bed.start_clusters([f"src-{tag}", f"dst-{tag}"], kafka_libs=kafka_libs(request.param))
+    request.addfinalizer(lambda: [c.stop(fast=True) for c in (src, dst)])
+    return request.param, src, dst
 
 
 @pytest.fixture(scope="module")
