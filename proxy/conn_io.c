@@ -119,6 +119,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 				: NULL;
 	} else {
 		c->client = bufferevent_socket_new(srv->base, fd, opts);
+		c->client_plain = true;
 	}
 	SSL_CTX *up_tls = srv->switched ? srv->switch_tls : srv->upstream_tls;
 	if (up_tls) {
@@ -132,6 +133,7 @@ void proxy_conn_accept(struct proxy_listener *lst, evutil_socket_t fd,
 			SSL_free(ssl);
 	} else {
 		c->upstream = bufferevent_socket_new(srv->base, -1, opts);
+		c->upstream_plain = true;
 	}
 	if (!c->client || !c->upstream || !c->close_ev || !c->idle_ev) {
 		if (!c->client)
@@ -170,6 +172,7 @@ struct proxy_conn *proxy_conn_new_fds(struct proxy_server *srv, evutil_socket_t 
 		proxy_conn_free(c);
 		return NULL;
 	}
+	c->client_plain = c->upstream_plain = true;
 	conn_start_io(c);
 	c->upstream_up = true;
 	proxy_conn_set_state(c, PROXY_CONN_OPEN, PROXY_CLOSE_NONE);

@@ -99,13 +99,12 @@ void proxy_fifo_flush(struct proxy_conn *c)
 	struct proxy_entry *e;
 	if (!c->client)
 		return;
-	struct evbuffer *out = bufferevent_get_output(c->client);
 	bool moved = false;
 	while ((e = TAILQ_FIRST(&c->fifo))) {
 		if (e->state != PROXY_ENTRY_READY && e->state != PROXY_ENTRY_STREAMING)
 			break;
 		if (e->out) {
-			evbuffer_add_buffer(out, e->out);
+			proxy_write_through(c, true, e->out, evbuffer_get_length(e->out));
 			entry_unqueue(c, e);
 			moved = true;
 		}

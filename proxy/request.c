@@ -89,7 +89,7 @@ static bool sasl_raw_frame(struct proxy_conn *c, const struct codec_iov *iov, in
 /* Move the whole frame (size prefix included) to the upstream output. */
 static void forward(struct proxy_conn *c, struct evbuffer *in, size_t len)
 {
-	evbuffer_remove_buffer(in, bufferevent_get_output(c->upstream), len + 4);
+	proxy_write_through(c, false, in, len + 4);
 }
 
 /* Produce v14 is v13 on the wire: rewrite the header's ApiVersion in place. */

@@ -35,7 +35,7 @@ static void respond_unchanged(struct proxy_conn *c, struct proxy_entry *e,
 			      struct evbuffer *in, size_t len)
 {
 	if (e == TAILQ_FIRST(&c->fifo)) {
-		evbuffer_remove_buffer(in, bufferevent_get_output(c->client), len + 4);
+		proxy_write_through(c, true, in, len + 4);
 		proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
 	} else {
 		e->out = evbuffer_new();
