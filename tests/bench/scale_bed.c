@@ -264,8 +264,17 @@ int main(int argc, char **argv)
 		sleep_s(0.25);
 	double sync_after = now_s() - t_created;
 	if (nsync < o.mirrors) {
-		fprintf(stderr, "scale_bed: %d of %d mirrors effective SYNC after %.0f s%s\n", nsync, o.mirrors,
-			sync_after, sg.pid ? "" : " (syncgate is gone)");
+		long rss = sg.pid ? sg_rss_kib(sg.pid) : -1;
+		double cpu = sg.pid ? sg_cpu_s(sg.pid) : -1;
+		printf("  NOT SYNC: %d of %d mirrors effective SYNC %.0f s after the topic was created%s; syncgate RSS "
+		       "%.1f MiB, CPU %.1f s since start (see %s/syncgate.log)\n", nsync, o.mirrors, sync_after,
+		       sg.pid ? "" : " (syncgate is gone)", rss / 1024.0, cpu, o.dir);
+		if (o.md)
+			printf("| idle | %d | %d | not SYNC in %.0f s (%d of %d) | %.1f | %.0f | %.0f | %.2f (avg since start) "
+			       "| – | – |\n", o.partitions, o.mirrors, sync_after, nsync, o.mirrors, rss / 1024.0,
+			       (double)(rss - rss0) * 1024 / o.partitions,
+			       (double)(rss - rss0) * 1024 / o.partitions / o.mirrors, cpu / (now_s() - t_ready));
+		fflush(stdout);
 		sg_stop(&sg);
 		return 2;
 	}
