@@ -44,8 +44,8 @@ for p in $parts; do
       --idle-s "$idle" --syncgate "$bin" --dir "$dir" --md ${extra[@]+"${extra[@]}"} > "$dir/out.txt" 2>&1 || rc=$?
     grep -v '^|' "$dir/out.txt" >&2 || true
     [ "$rc" = 0 ] || echo "    (scale_bed exit $rc)" >&2
-    idle_rows+="$(grep '^| idle' "$dir/out.txt" | sed 's/^| idle //')"$'\n'
-    load_rows+="$(grep '^| load' "$dir/out.txt" | sed 's/^| load //')"$'\n'
+    idle_rows+="$(grep '^| idle' "$dir/out.txt" | sed 's/^| idle //' || true)"$'\n'
+    load_rows+="$(grep '^| load' "$dir/out.txt" | sed 's/^| load //' || true)"$'\n'
   done
 done
 echo
