@@ -360,9 +360,9 @@ int main(int argc, char **argv)
 	       "source confirmations %.1f/s; RSS after %.1f MiB\n", load.demand, load.bg, load.dmin, load.dmax,
 	       load.src, rss_after / 1024.0);
 	printf("    checks: acks before every copy was sent %lld (warm-up %lld); source offsets not as expected "
-	       "%lld, destination %lld; copies failed %lld; load average %s -> %s\n",
+	       "%lld, destination %lld; copies failed %lld; connection errors %lld; load average %s -> %s\n",
 	       (long long)st.early, (long long)wst.early, (long long)ck.src_offset_mismatch,
-	       (long long)ck.dst_offset_mismatch, (long long)ck.dst_failed, la0, la1);
+	       (long long)ck.dst_offset_mismatch, (long long)ck.dst_failed, (long long)ck.conn_errors, la0, la1);
 	if (!alive) {
 		printf("  SYNCGATE STOPPED during the run (see %s/syncgate.log)\n", o.dir);
 		rc = 2;

@@ -363,10 +363,7 @@ static void *copier_main(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
-	free(batch);
-	free(res);
-	free(out.data);
-	free(in.data);
+	free(batch), free(res), free(out.data), free(in.data);
 	return NULL;
 }
 
@@ -511,12 +508,7 @@ void load_free(struct bed_load *l)
 		close(l->lo_fd);
 	pthread_mutex_destroy(&l->mu);
 	pthread_cond_destroy(&l->cv);
-	free(l->recs);
-	free(l->parts);
-	free(l->ring);
-	free(l->copyq);
-	free(l->value);
-	free(l);
+	free(l->recs), free(l->parts), free(l->ring), free(l->copyq), free(l->value), free(l);
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -538,10 +530,8 @@ void load_stats(struct bed_load *l, int64_t from, int64_t to, struct load_stats 
 {
 	memset(st, 0, sizeof(*st));
 	int64_t n = to - from;
-	double *ack = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-	double *copy = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-	double *share = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
-	double *sent = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+	size_t sz = sizeof(double) * (size_t)(n > 0 ? n : 1);
+	double *ack = malloc(sz), *copy = malloc(sz), *share = malloc(sz), *sent = malloc(sz);
 	int64_t na = 0, nc = 0, ns = 0;
 	pthread_mutex_lock(&l->mu);
 	for (int64_t i = from; ack && copy && share && sent && i < to; i++) {
@@ -573,9 +563,8 @@ void load_stats(struct bed_load *l, int64_t from, int64_t to, struct load_stats 
 			share[ns++] = (double)(ta - td) / 1e6;
 		}
 	}
-	if (n > 0) {
+	if (n > 0)
 		st->span_s = (double)(l->recs[to - 1].t_send - l->recs[from].t_send) / 1e9;
-	}
 	pthread_mutex_unlock(&l->mu);
 	if (ack && copy && share && sent) {
 		qsort(sent, (size_t)ns, sizeof(double), cmp_d);
@@ -594,10 +583,7 @@ void load_stats(struct bed_load *l, int64_t from, int64_t to, struct load_stats 
 	st->share_n = ns;
 	st->sent_p50 = quant(sent, ns, 0.5);
 	st->sent_p99 = quant(sent, ns, 0.99);
-	free(ack);
-	free(copy);
-	free(share);
-	free(sent);
+	free(ack), free(copy), free(share), free(sent);
 }
 
 void load_checks(struct bed_load *l, struct load_checks *c)
