@@ -38,8 +38,11 @@ def test_random_faults_never_acknowledge_a_commit_the_destination_lacks(
     print(f"\ngroup commit faults: {n}, seed: {seed} (replay: SG_GROUP_FAULTS={n} SG_GROUP_FAULTS_SEED={seed})")
     rng = random.Random(seed)
     dest = make_cluster("gfdest", brokers=1)
+    # never demoted by the faults: back-to-back destination kills on a loaded
+    # machine once kept it failing for the default 30 s, and a demoted
+    # topic's commits are not synchronous (the KIP's lifecycle, not checked here)
     sg, mirror = group_setup(source, dest, make_syncgate, make_testmirror, topic_name, partitions=PARTITIONS,
-                             gate={"max_commit_hold_ms": 3000})
+                             gate={"max_commit_hold_ms": 3000}, sync_topic_demote_timeout_ms=600000)
     stop = threading.Event()
 
     def produce():

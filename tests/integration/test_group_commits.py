@@ -194,14 +194,15 @@ def committed_on(cluster, group: str, topic: str, partitions: int) -> dict[int, 
         c.close()
 
 
-def group_setup(source, dest, make_syncgate, make_testmirror, topic, partitions=2, gate=None):
-    """`topic` gated by mirror dr (test mirror), groups orders-.* synchronous;
-    a state topic of its own and an admin token (failover, verify)."""
+def group_setup(source, dest, make_syncgate, make_testmirror, topic, partitions=2, gate=None, **mirror_settings):
+    """`topic` gated by mirror dr (test mirror; `mirror_settings`: more of its
+    settings), groups orders-.* synchronous; a state topic of its own and an
+    admin token (failover, verify)."""
     source.create_topic(topic, partitions=partitions)
     dest.create_topic(topic, partitions=partitions)
     mirror = make_testmirror([topic], source=source, dest=dest)
     token = write_token(source.bed)
-    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic], sync_groups=[GROUP_PREFIX + ".*"])],
+    sg = make_syncgate(source, mirrors=[mirror_conf("dr", dest, [topic], sync_groups=[GROUP_PREFIX + ".*"], **mirror_settings)],
                        gate=gate, extra=lifecycle_extra(f"__sg-{topic}", token))
     sg.token_file = token
     wait_sync(sg, "dr", topic)

@@ -283,8 +283,11 @@ def test_commit_waits_for_the_mirror_data_acks_do_not(bed, source, dest, make_sy
     destination has the COMMIT marker; a read_committed consumer there reads
     every record. Both transaction versions: the partitions come from the
     coordinator either way."""
+    # the hold limit well above the test's own steps while the mirror is
+    # stopped (past the default 8 s on a loaded machine), so the commit is
+    # answered by the mirror's progress, never by the limit
     sg, mirror, p = txn_setup(bed, source, dest, make_syncgate, txn_mirror, producers, topic_name,
-                          transactions="commit")
+                              transactions="commit", max_txn_commit_hold_ms=30000)
     assert p.ask("begin") == "BEGUN"
     mirror.send_signal(signal.SIGSTOP)
     sent = p.ask("send 5", timeout=30)
@@ -412,7 +415,8 @@ def test_commit_mode_with_a_read_committed_mm2(bed, source, dest, make_syncgate,
     every record on the destination."""
     source.create_topic(topic_name, partitions=1)
     mm2 = make_mm2(topic_name, props={"source.consumer.isolation.level": "read_committed"})
-    sg = make_syncgate(source, gate={"transactions": "commit"}, mirrors=[mirror_conf(
+    # the hold limit above the test's own steps while MM2 is paused (as above)
+    sg = make_syncgate(source, gate={"transactions": "commit", "max_txn_commit_hold_ms": 30000}, mirrors=[mirror_conf(
         "mm", dest, [topic_name], offsets="mm2", mm2_offset_syncs_topic="mm2-offset-syncs.dest.internal",
         mm2_isolation_level="read_committed")])
     source.produce(topic_name, 3)  # plain records: MM2 copies them, the topic gets promoted
