@@ -169,11 +169,18 @@ int sg_stop(struct sg_proc *p)
 	return st;
 }
 
+/* /proc/PID/NAME opened for reading, NULL when the process is gone. */
+static FILE *proc_file(pid_t pid, const char *name)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
+	return fopen(path, "r");
+}
+
 double sg_cpu_s(pid_t pid)
 {
-	char path[64], buf[2048];
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
+	char buf[2048];
+	FILE *f = proc_file(pid, "stat");
 	if (!f)
 		return -1;
 	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
@@ -191,9 +198,8 @@ double sg_cpu_s(pid_t pid)
 
 long sg_rss_kib(pid_t pid)
 {
-	char path[64], line[256];
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	FILE *f = fopen(path, "r");
+	char line[256];
+	FILE *f = proc_file(pid, "status");
 	if (!f)
 		return -1;
 	long kib = -1;
