@@ -503,13 +503,9 @@ void proxy_entry_set_state(struct proxy_conn *c, struct proxy_entry *e, enum pro
 void proxy_entry_queue(struct proxy_conn *c, struct proxy_entry *e, size_t n);
 /** Move every READY entry at the head of the FIFO to the client, in order. */
 void proxy_fifo_flush(struct proxy_conn *c);
-
-/*
- * Move `n` bytes from the front of `src` to the client (`to_client`) or the
- * upstream: written to the socket at once when its output is empty and the
- * pair allows it, the rest (all, otherwise) moved to the bufferevent's
- * output behind what waits there (write_through.c). Loop thread.
- */
+/* Move `n` bytes from the front of `src` to the client (`to_client`) or the upstream: to the
+ * socket at once when its output is empty and the pair allows it, the rest (all, otherwise) into
+ * the bufferevent's output behind what waits there (write_through.c). Loop thread. */
 void proxy_write_through(struct proxy_conn *c, bool to_client, struct evbuffer *src, size_t n);
 /**
  * Encode `resp` as the whole response frame to the Produce request `h`

@@ -117,13 +117,10 @@ check() {
 bg_dir="" bg_pid=""
 bg_chain() {
   bg_dir="$(mktemp -d /tmp/syncgate-bg.XXXXXX)"
-  local i
-  for ((i = 0; i < $#; i += 2)); do
-    local a=$((i + 1)); echo "${!a}" > "$bg_dir/$((i / 2)).name"
-  done
   (
-    set -- "$@"; n=0
+    n=0
     while [ $# -ge 2 ]; do
+      echo "$1" > "$bg_dir/$n.name"
       "$2" > "$bg_dir/$n.out" 2>&1; echo $? > "$bg_dir/$n.rc"; n=$((n + 1)); shift 2
     done
   ) &
