@@ -117,6 +117,7 @@ enum codec_err codec_response_header_decode(const struct codec_iov *iov, int nio
 #define CODEC_ERROR_UNSUPPORTED_VERSION 35
 #define CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING 49
 #define CODEC_ERROR_UNKNOWN_TOPIC_ID 100
+#define CODEC_ERROR_TRANSACTION_ABORTABLE 120
 
 /** Default provisional codes (the KIP leaves them TBD; configurable). */
 #define CODEC_ERROR_MIRROR_SYNC_REPLICATION_TIMEOUT_DEFAULT 190

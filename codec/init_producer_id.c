@@ -55,7 +55,8 @@ void codec_init_producer_id_request_free(struct codec_init_producer_id_request *
 }
 
 int codec_init_producer_id_request_frame(int16_t version, int32_t correlation_id, const char *client_id,
-					 int32_t transaction_timeout_ms, struct codec_buf *out)
+					 const char *transactional_id, int32_t transaction_timeout_ms,
+					 struct codec_buf *out)
 {
 	if (version < IPID_MIN || version > IPID_MAX)
 		return -1;
@@ -72,7 +73,7 @@ int codec_init_producer_id_request_frame(int16_t version, int32_t correlation_id
 	out->flexible = flexible;
 	codec_write_tags(out, NULL, 0, NULL);
 	struct codec_init_producer_id_request m = {
-		.transactional_id = NULL, .transaction_timeout_ms = transaction_timeout_ms,
+		.transactional_id = (char *)transactional_id, .transaction_timeout_ms = transaction_timeout_ms,
 		.producer_id = -1, .producer_epoch = -1,
 	};
 	if (codec_init_producer_id_request_encode(&m, version, out) != CODEC_OK)

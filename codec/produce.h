@@ -157,13 +157,15 @@ enum codec_err codec_init_producer_id_request_encode(const struct codec_init_pro
 void codec_init_producer_id_request_free(struct codec_init_producer_id_request *m);
 /**
  * A whole InitProducerId request frame (size prefix, header v1 below v2,
- * v2 from it) asking for an idempotent producer id: TransactionalId null,
- * TransactionTimeoutMs `transaction_timeout_ms`, ProducerId -1 and
- * ProducerEpoch -1 (v3+). Appended to `out` (initialised by the caller).
- * 0, or -1 (a version outside v0–v5, or the buffer's limit).
+ * v2 from it) asking for a producer id: TransactionalId `transactional_id`
+ * (NULL: an idempotent producer's), TransactionTimeoutMs
+ * `transaction_timeout_ms`, ProducerId -1 and ProducerEpoch -1 (v3+).
+ * Appended to `out` (initialised by the caller). 0, or -1 (a version
+ * outside v0–v5, or the buffer's limit).
  */
 int codec_init_producer_id_request_frame(int16_t version, int32_t correlation_id, const char *client_id,
-					 int32_t transaction_timeout_ms, struct codec_buf *out) CODEC_WUR;
+					 const char *transactional_id, int32_t transaction_timeout_ms,
+					 struct codec_buf *out) CODEC_WUR;
 
 /** InitProducerId response (spec InitProducerIdResponse v0–v5: one layout). */
 struct codec_init_producer_id_response {

@@ -40,6 +40,7 @@ struct proxy_entry;
 
 #include "proxy/topic_ids.h"
 #include "proxy/produce_sum.h"
+#include "proxy/pidmap.h"
 
 /* ------------------------------------------------------------------------ */
 /* Correlation FIFO                                                         */
@@ -302,6 +303,7 @@ struct proxy_conn {
 	bool pid_claiming;             /* pid_wait lasts until the state log gives back the first
 					* claim of pid_claim's key (pidmap_claim.c) */
 	struct mirror_producer_claim pid_claim; /* what this sidecar claimed: its own InitProducerId answer */
+	struct proxy_txn_abort txn_abort; /* an EndTxn's answer from syncgate's own InitProducerId (pidmap_txn.c) */
 	bool init_pid_known;           /* init_pid_max was learnt */
 	int16_t init_pid_max;          /* the broker's highest InitProducerId version (its ApiVersions
 					* answer on this connection, response.c) */
@@ -592,6 +594,5 @@ int proxy_advertise_endpoint(void *srv, int32_t node_id, const char *host, int32
 /* topic_ids.c, topic_lookup.c: proxy/topic_ids.h */
 
 #include "proxy/gated.h"
-#include "proxy/pidmap.h"
 
 #endif

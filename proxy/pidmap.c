@@ -55,8 +55,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-/* A TransactionalId's hash (the issued map keeps 8 bytes, not the string). */
-static uint64_t txn_tag(const char *s)
+uint64_t proxy_pidmap_txn_tag(const char *s)
 {
 	return fnv(0xcbf29ce484222325ull, s, strlen(s));
 }
@@ -69,7 +68,7 @@ uint64_t proxy_pidmap_client(const char *client_id, size_t len, const char *peer
 	return fnv(h, peer, colon ? (size_t)(colon - peer) : strlen(peer));
 }
 
-static struct proxy_pidmap *server_map(struct proxy_server *srv)
+struct proxy_pidmap *proxy_pidmap_of(struct proxy_server *srv)
 {
 	if (!srv->pidmap)
 		srv->pidmap = proxy_pidmap_new(PROXY_PIDMAP_CAP);
@@ -79,7 +78,7 @@ static struct proxy_pidmap *server_map(struct proxy_server *srv)
 void proxy_pidmap_note_appended(struct proxy_conn *c, const struct proxy_produce_part *q, const char *topic,
 				int64_t base_offset)
 {
-	struct proxy_pidmap *m = server_map(c->srv);
+	struct proxy_pidmap *m = proxy_pidmap_of(c->srv);
 	if (!m || !q->idempotent || q->transactional || !topic || base_offset < 0)
 		return;
 	proxy_pidmap_appended_learn(m, q->producer_id, q->producer_epoch,
@@ -101,8 +100,9 @@ static void pidmap_metrics_init(void)
 		  "Idempotent record batches a switched sidecar forwarded under a producer id and epoch its "
 		  "broker issued to it instead of the client's." },
 		{ &m_refused, METRIC_COUNTER, "syncgate_switch_transactional_refused_total",
-		  "Produce requests a switched sidecar answered INVALID_PRODUCER_ID_MAPPING: a transactional "
-		  "batch of a producer id its broker did not issue through it." },
+		  "Produce requests a switched sidecar refused (TRANSACTION_ABORTABLE from Produce v11, "
+		  "INVALID_PRODUCER_ID_MAPPING below): a transactional batch of a producer id its broker did "
+		  "not issue through it." },
 	};
 	if (m_remapped)
 		return;
@@ -147,7 +147,8 @@ static int ask(struct proxy_conn *c, uint64_t client, int64_t pid, int16_t epoch
 	struct codec_buf b;
 	codec_buf_init(&b, 256);
 	int16_t version = proxy_pidmap_version(c);
-	if (!a || codec_init_producer_id_request_frame(version, -1, "syncgate", PROXY_PIDMAP_TXN_TIMEOUT_MS, &b) < 0 ||
+	if (!a ||
+	    codec_init_producer_id_request_frame(version, -1, "syncgate", NULL, PROXY_PIDMAP_TXN_TIMEOUT_MS, &b) < 0 ||
 	    proxy_internal_send(c, b.data, b.len, CODEC_API_INIT_PRODUCER_ID, version) < 0) {
 		codec_buf_free(&b);
 		free(a);
@@ -211,7 +212,7 @@ static int walk_records(struct proxy_server *srv, uint8_t *rec, size_t n, const 
 		if (codec_batch_check(b, total) != CODEC_OK)
 			return -1;
 		if (attrs & TXN_BIT) {
-			if (!txn_id || !proxy_pidmap_issued_to(srv->pidmap, pid, txn_tag(txn_id))) {
+			if (!txn_id || !proxy_pidmap_issued_to(srv->pidmap, pid, proxy_pidmap_txn_tag(txn_id))) {
 				w->refused = true;
 				w->refused_pid = pid;
 			}
@@ -266,12 +267,16 @@ static int refuse_transactional(struct proxy_conn *c, struct evbuffer *in, size_
 		      "acks=%d action=%s suppressed=%llu reason=\"a transactional batch of a producer id this "
 		      "cluster did not issue through this sidecar since the switch\"", (unsigned long long)c->id,
 		      c->peer, (long long)pid, req->transactional_id ? req->transactional_id : "-", req->acks,
-		      req->acks == 0 ? "close (acks=0: no response to refuse with)"
-				     : "refused INVALID_PRODUCER_ID_MAPPING",
+		      req->acks == 0	       ? "close (acks=0: no response to refuse with)"
+		      : h->api_version >= 11 ? "refused TRANSACTION_ABORTABLE"
+					       : "refused INVALID_PRODUCER_ID_MAPPING",
 		      (unsigned long long)suppressed);
 	if (req->acks == 0)
 		return -1;
-	if (proxy_fifo_refuse_produce(c, h, wire_version, req, CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING,
+	/* Produce v11+ clients know TRANSACTION_ABORTABLE: abort and go on with the
+	 * same transactional id (its abort is then answered by proxy_pidmap_end_txn) */
+	int16_t code = h->api_version >= 11 ? CODEC_ERROR_TRANSACTION_ABORTABLE : CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING;
+	if (proxy_fifo_refuse_produce(c, h, wire_version, req, code,
 				      refused_msg, NULL) < 0)
 		return -1;
 	evbuffer_drain(in, len + 4);
@@ -292,7 +297,7 @@ int proxy_pidmap_produce(struct proxy_conn *c, struct evbuffer *in, size_t len,
 			records = req->topics[t].partitions[p].records.len > 0;
 	if (!records)
 		return 0;
-	if (!server_map(srv))
+	if (!proxy_pidmap_of(srv))
 		return -1;
 	uint8_t *frame = evbuffer_pullup(in, (ssize_t)len + 4); /* batches are rewritten in place */
 	if (!frame)
@@ -396,7 +401,7 @@ void proxy_pidmap_answer(struct proxy_conn *c, struct proxy_entry *e, const stru
 		return; /* c->pid_wait stays: nothing more of the client is handled meanwhile */
 	}
 	metric_add(m_requests[outcome], 1);
-	if (outcome == PROXY_PID_ISSUED && a && server_map(c->srv)) {
+	if (outcome == PROXY_PID_ISSUED && a && proxy_pidmap_of(c->srv)) {
 		struct mirror_producer_claim pc = { a->client, a->pid, a->epoch, r.producer_id, r.producer_epoch };
 		bool claimed = proxy_pidmap_claim(c, &pc); /* waits for the log's first claim of the key */
 		if (!claimed) /* no state log: this sidecar's own id */
@@ -478,7 +483,7 @@ int proxy_pidmap_txn_request(struct proxy_conn *c, struct proxy_entry *e, struct
 		free(id);
 		return -1;
 	}
-	t->tag = txn_tag(id);
+	t->tag = proxy_pidmap_txn_tag(id);
 	free(id);
 	e->raw = (uint8_t *)t;
 	e->release = txn_release;
@@ -510,7 +515,7 @@ void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const stru
 			err = r.error_code, pid = r.producer_id, epoch = r.producer_epoch;
 		codec_end_txn_response_free(&r);
 	}
-	if (err == 0 && pid >= 0 && server_map(c->srv)) {
+	if (err == 0 && pid >= 0 && proxy_pidmap_of(c->srv)) {
 		proxy_pidmap_issue(c->srv->pidmap, pid, t->tag);
 		LOG_D("producer_id_issued", "conn=%llu api=%s producer_id=%lld epoch=%d", (unsigned long long)c->id,
 		      codec_api_name(e->api_key), (long long)pid, epoch);

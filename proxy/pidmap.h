@@ -182,6 +182,60 @@ bool proxy_pidmap_reads_response(const struct proxy_entry *e);
  */
 void proxy_pidmap_issued(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov, int niov);
 
+/** A TransactionalId's hash: the issued map keeps these 8 bytes, not the string. */
+uint64_t proxy_pidmap_txn_tag(const char *transactional_id);
+/** The server's producer-id maps, made on first use (NULL on ENOMEM). */
+struct proxy_pidmap *proxy_pidmap_of(struct proxy_server *srv);
+
+/**
+ * A client's EndTxn whose transaction the served cluster never saw
+ * (pidmap_txn.c): what syncgate's own InitProducerId for its
+ * TransactionalId gave, kept on the connection until the EndTxn, which
+ * waits unread meanwhile, is handled again and answered with it.
+ */
+struct proxy_txn_abort {
+	bool ready;           /* the answer came; the EndTxn of `tag` is answered with it */
+	uint64_t tag;         /* proxy_pidmap_txn_tag of the TransactionalId */
+	int16_t error_code;   /* 0, or the broker's error (answered as it is) */
+	int64_t producer_id;  /* issued to the TransactionalId, -1 on an error */
+	int16_t producer_epoch;
+};
+
+/**
+ * A client's EndTxn (key 26; `in` the whole frame, `len` body bytes) on a
+ * switched sidecar, before anything else handles it. A transaction whose
+ * producer id the served cluster did not issue to its TransactionalId
+ * through this sidecar was opened on the source, and no broker here can
+ * end it (the destination's coordinator answers INVALID_PRODUCER_ID_MAPPING,
+ * fatal to the Java producer):
+ *   commit, v4+ — answered TRANSACTION_ABORTABLE (nothing of it after the
+ *       switch was stored: its batches were refused), so the application
+ *       aborts;
+ *   abort, v5+ (transaction version 2, whose EndTxn answer gives the
+ *       producer id and epoch of the next transaction) — syncgate asks the
+ *       broker for a producer id for the TransactionalId (InitProducerId on
+ *       the client's connection, the coordinator's) and answers the abort
+ *       with success and that id: the producer goes on under an id this
+ *       cluster issued, with no new InitProducerId of its own;
+ *   abort, v4 (transaction version 1) — answered success; a client that
+ *       must bump its epoch sends InitProducerId itself, and the broker,
+ *       with no state for the TransactionalId, issues a new id;
+ *   v0–v3 — passed to the broker unchanged.
+ * Returns 0 (forward it as usual), 1 (the frame stays in `in` unconsumed,
+ * c->pid_wait set, until proxy_pidmap_end_txn_answer), 2 (answered here,
+ * the frame consumed), -1 (close: ENOMEM).
+ */
+int proxy_pidmap_end_txn(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h);
+/** Whether INTERNAL entry `e` is syncgate's InitProducerId for an EndTxn (not for a Produce). */
+bool proxy_pidmap_end_txn_owns(const struct proxy_entry *e);
+/**
+ * The broker's answer to that InitProducerId (`iov` its body, niov < 0:
+ * unreadable): kept in c->txn_abort, the issued id recorded for the
+ * TransactionalId, and the waiting EndTxn handled again.
+ */
+void proxy_pidmap_end_txn_answer(struct proxy_conn *c, struct proxy_entry *e, const struct codec_iov *iov,
+				 int niov);
+
 /**
  * The InitProducerId version syncgate sends on `c`: the highest of v0–v5
  * the broker's ApiVersions answer on this connection allowed

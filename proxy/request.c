@@ -281,7 +281,14 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 			metric_add(m_frames[0], 1);
 		return handle_produce(c, in, len, &h);
 	}
-	metric_add(m_frames[1], 1);
+	if (!again)
+		metric_add(m_frames[1], 1);
+	if (h.api_key == CODEC_API_END_TXN && known == PROXY_VERSION_KNOWN) {
+		/* switched: a transaction opened on the source is ended here (pidmap_txn.c) */
+		int ended = proxy_pidmap_end_txn(c, in, len, &h);
+		if (ended != 0)
+			return ended < 0 ? -1 : 0;
+	}
 	if (fetch_lookup_ahead(c, in, len, &h) < 0)
 		return -1;
 	/* a synchronous group's OffsetCommit: kept for its answer (commit_hold.c) */

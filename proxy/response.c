@@ -190,7 +190,9 @@ static void internal_response(struct proxy_conn *c, struct proxy_entry *e,
 	int niov = e->api_key != CODEC_API_API_VERSIONS
 			   ? proxy_buf_iov(in, 4 + hdr_len, len - hdr_len, iov, PROXY_MAX_IOV)
 			   : -1;
-	if (e->api_key == CODEC_API_INIT_PRODUCER_ID)
+	if (e->api_key == CODEC_API_INIT_PRODUCER_ID && proxy_pidmap_end_txn_owns(e))
+		proxy_pidmap_end_txn_answer(c, e, iov, niov); /* a waiting EndTxn's answer (pidmap_txn.c) */
+	else if (e->api_key == CODEC_API_INIT_PRODUCER_ID)
 		proxy_pidmap_answer(c, e, iov, niov); /* closes the pair when no id came */
 	else if (e->api_key == CODEC_API_DESCRIBE_TRANSACTIONS)
 		proxy_txn_describe_answer(c, e, iov, niov); /* a held commit's transaction (txn_hold.c) */

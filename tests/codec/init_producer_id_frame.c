@@ -18,7 +18,7 @@ int main(int argc, char **argv)
 	}
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
-	if (codec_init_producer_id_request_frame((int16_t)atoi(argv[1]), 1, "syncgate", INT32_MAX, &b) < 0) {
+	if (codec_init_producer_id_request_frame((int16_t)atoi(argv[1]), 1, "syncgate", NULL, INT32_MAX, &b) < 0) {
 		fprintf(stderr, "version %s: not encodable\n", argv[1]);
 		return 1;
 	}

@@ -57,7 +57,7 @@ Test(codec_init_producer_id, the_frame_a_sidecar_sends_is_what_the_java_producer
 	size_t n = golden_read_hex(path, &want);
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
-	cr_assert(eq(int, codec_init_producer_id_request_frame(5, 2, "console-producer", INT32_MAX, &b), 0));
+	cr_assert(eq(int, codec_init_producer_id_request_frame(5, 2, "console-producer", NULL, INT32_MAX, &b), 0));
 	cr_assert(eq(sz, b.len, n));
 	cr_assert_not(memcmp(b.data, want, n), "byte for byte the Java client's own request");
 	codec_buf_free(&b);
@@ -83,7 +83,7 @@ Test(codec_init_producer_id, request_frame_v1_classic_null_transactional_id)
 	};
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
-	cr_assert(eq(int, codec_init_producer_id_request_frame(1, 7, "syncgate", 60000, &b), 0));
+	cr_assert(eq(int, codec_init_producer_id_request_frame(1, 7, "syncgate", NULL, 60000, &b), 0));
 	expect_bytes(&b, want, sizeof(want));
 	codec_buf_free(&b);
 }
@@ -101,7 +101,7 @@ Test(codec_init_producer_id, request_frame_v2_flexible_without_producer_fields)
 	};
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
-	cr_assert(eq(int, codec_init_producer_id_request_frame(2, -1, "syncgate", 60000, &b), 0));
+	cr_assert(eq(int, codec_init_producer_id_request_frame(2, -1, "syncgate", NULL, 60000, &b), 0));
 	expect_bytes(&b, want, sizeof(want));
 	codec_buf_free(&b);
 }
@@ -121,7 +121,7 @@ Test(codec_init_producer_id, request_frame_v5_asks_for_a_new_id)
 	};
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
-	cr_assert(eq(int, codec_init_producer_id_request_frame(5, -1, "syncgate", 60000, &b), 0));
+	cr_assert(eq(int, codec_init_producer_id_request_frame(5, -1, "syncgate", NULL, 60000, &b), 0));
 	expect_bytes(&b, want, sizeof(want));
 	/* and the body reads back as what it asks */
 	struct codec_iov body = { b.data + 4 + 19, b.len - 4 - 19 };
@@ -135,12 +135,30 @@ Test(codec_init_producer_id, request_frame_v5_asks_for_a_new_id)
 	codec_buf_free(&b);
 }
 
+Test(codec_init_producer_id, request_frame_with_a_transactional_id_reads_back)
+{
+	struct codec_buf b;
+	codec_buf_init(&b, 1024);
+	cr_assert(eq(int, codec_init_producer_id_request_frame(5, 3, "syncgate", "orders-tx", 60000, &b), 0));
+	uint32_t len = (uint32_t)b.data[0] << 24 | (uint32_t)b.data[1] << 16 | (uint32_t)b.data[2] << 8 | b.data[3];
+	cr_assert(eq(u32, len, (uint32_t)b.len - 4));
+	struct codec_iov body = { b.data + 4 + 19, b.len - 4 - 19 };
+	struct codec_init_producer_id_request m;
+	cr_assert(eq(int, codec_init_producer_id_request_decode(&body, 1, 5, &m), CODEC_OK));
+	cr_assert_str_eq(m.transactional_id, "orders-tx");
+	cr_assert(eq(i32, m.transaction_timeout_ms, 60000));
+	cr_assert(eq(i64, m.producer_id, -1));
+	cr_assert(eq(i16, m.producer_epoch, -1));
+	codec_init_producer_id_request_free(&m);
+	codec_buf_free(&b);
+}
+
 Test(codec_init_producer_id, request_frame_refuses_versions_outside_v0_v5)
 {
 	struct codec_buf b;
 	codec_buf_init(&b, 1024);
-	cr_assert(eq(int, codec_init_producer_id_request_frame(6, -1, "syncgate", 60000, &b), -1));
-	cr_assert(eq(int, codec_init_producer_id_request_frame(-1, -1, "syncgate", 60000, &b), -1));
+	cr_assert(eq(int, codec_init_producer_id_request_frame(6, -1, "syncgate", NULL, 60000, &b), -1));
+	cr_assert(eq(int, codec_init_producer_id_request_frame(-1, -1, "syncgate", NULL, 60000, &b), -1));
 	codec_buf_free(&b);
 }
 

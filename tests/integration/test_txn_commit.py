@@ -170,19 +170,23 @@ def classes(bed) -> str:
     return out
 
 
+def java_argv(cp: str, *args: str) -> list[str]:
+    """A small JVM running a class of `cp` with the pinned Kafka's jars; its log
+    level SG_JAVA_LOG (default WARN)."""
+    return ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+            "-Dlog4j2.level=" + os.environ.get("SG_JAVA_LOG", "WARN"),
+            "-cp", cp + os.pathsep + os.path.join(KAFKA_LIBS, "*"), *args]
+
+
 def java(cp: str, *args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen(["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                             "-Dlog4j2.level=WARN", "-cp", cp + os.pathsep + os.path.join(KAFKA_LIBS, "*"),
-                             *args], **kw)
+    return subprocess.Popen(java_argv(cp, *args), **kw)
 
 
 class JavaProducer(LineDriven):
     """TxnProducer above, driven line by line."""
 
     def __init__(self, cp: str, bootstrap: str, txn_id: str, topic: str, max_block_ms: int = 60000):
-        argv = ["java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
-                "-cp", cp + os.pathsep + os.path.join(KAFKA_LIBS, "*"), "TxnProducer", bootstrap, txn_id, topic,
-                str(max_block_ms)]
+        argv = java_argv(cp, "TxnProducer", bootstrap, txn_id, topic, str(max_block_ms))
         super().__init__(argv, os.path.join(cp, f"{txn_id}.log"),
                          keep=("INIT", "BEGUN", "SENT", "OFFSETS", "COMMITTED", "ABORTED", "ERROR"))
 
@@ -260,20 +264,25 @@ def transaction_version(cluster) -> int:
     raise AssertionError(f"no transaction.version in:\n{out}")
 
 
+def set_transaction_version(cluster, version: int) -> int:
+    """Finalise `cluster`'s transaction.version at `version` (waits until it reads
+    back); returns the version it had before."""
+    before = transaction_version(cluster)
+    if before != version:
+        cluster.run_tool(FEATURES, "downgrade" if version < before else "upgrade",
+                         "--feature", f"transaction.version={version}")
+        wait_until(lambda: transaction_version(cluster) == version, timeout=30,
+                   what=f"transaction.version {version}")
+    return before
+
+
 @pytest.fixture(params=[2, 1], ids=["tv2", "tv1"])
 def tv(request, source):
     """The source's transaction.version for the test (KIP-890: 2, partitions join
     implicitly; 1, AddPartitionsToTxn through the coordinator), set back after."""
-    before = transaction_version(source)
-    if before != request.param:
-        source.run_tool(FEATURES, "downgrade" if request.param < before else "upgrade",
-                        "--feature", f"transaction.version={request.param}")
-        wait_until(lambda: transaction_version(source) == request.param, timeout=30,
-                   what=f"transaction.version {request.param}")
+    before = set_transaction_version(source, request.param)
     yield request.param
-    if transaction_version(source) != before:
-        source.run_tool(FEATURES, "upgrade" if before > request.param else "downgrade",
-                        "--feature", f"transaction.version={before}")
+    set_transaction_version(source, before)
 
 
 def test_commit_waits_for_the_mirror_data_acks_do_not(bed, source, dest, make_syncgate, txn_mirror, producers,

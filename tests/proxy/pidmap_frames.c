@@ -177,18 +177,24 @@ void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn)
 
 void client_end_txn(struct codec_buf *b, int32_t corr, const char *txn, int64_t pid, int16_t epoch)
 {
+	client_end_txn_v(b, corr, 5, txn, pid, epoch, true);
+}
+
+void client_end_txn_v(struct codec_buf *b, int32_t corr, int16_t version, const char *txn, int64_t pid,
+		      int16_t epoch, bool committed)
+{
 	b->len = 0;
 	codec_write_i32(b, 0);
 	codec_write_i16(b, CODEC_API_END_TXN);
-	codec_write_i16(b, 5);
+	codec_write_i16(b, version);
 	codec_write_i32(b, corr);
 	b->flexible = false;
 	codec_write_str(b, "java");
 	b->flexible = true;
 	codec_write_i8(b, 0);
 	struct codec_end_txn_request m = { .transactional_id = (char *)txn, .producer_id = pid,
-					   .producer_epoch = epoch, .committed = true };
-	cr_assert(eq(int, codec_end_txn_request_encode(&m, 5, b), CODEC_OK));
+					   .producer_epoch = epoch, .committed = committed };
+	cr_assert(eq(int, codec_end_txn_request_encode(&m, version, b), CODEC_OK));
 	pair_frame_seal(b);
 }
 

@@ -31,6 +31,9 @@ int16_t produce_answer_of(const uint8_t *cl, size_t n, int32_t corr, int64_t *ba
 void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn);
 /* A client's EndTxn v5 (commit) for `txn`, (`pid`, `epoch`). */
 void client_end_txn(struct codec_buf *b, int32_t corr, const char *txn, int64_t pid, int16_t epoch);
+/* A client's EndTxn v`version` (3..5: a flexible header) for `txn`, (`pid`, `epoch`), commit or abort. */
+void client_end_txn_v(struct codec_buf *b, int32_t corr, int16_t version, const char *txn, int64_t pid,
+		      int16_t epoch, bool committed);
 /* The broker's EndTxn v5 answer to `corr`: no error, (`pid`, `epoch`). */
 void end_txn_answer(struct codec_buf *b, int32_t corr, int64_t pid, int16_t epoch);
 

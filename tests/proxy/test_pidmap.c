@@ -553,9 +553,17 @@ Test(pidmap, a_new_producer_id_from_an_end_txn_v5_answer_is_issued_to_its_transa
 	struct fixture f;
 	switched_pair(&f);
 	struct codec_buf q = PAIR_FLEX_BUF, a = PAIR_BUF, p = PAIR_FLEX_BUF;
+	uint8_t up[8192], cl[256];
+	/* 77 issued to "tx" through this sidecar (the client's own InitProducerId) */
+	client_init_pid(&q, 70, "tx");
+	client_send(&f, &q);
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), q.len));
+	init_pid_answer(&a, 4, 0, 77, 0);
+	a.data[4] = 0, a.data[5] = 0, a.data[6] = 0, a.data[7] = 70; /* correlation id 70 */
+	broker_send(&f, &a);
+	cr_assert(eq(sz, pair_end_drain(&f, f.cl, cl, sizeof(cl)), a.len));
 	client_end_txn(&q, 71, "tx", 77, 32766);
 	client_send(&f, &q);
-	uint8_t up[8192], cl[256];
 	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), q.len), "forwarded unchanged");
 	end_txn_answer(&a, 71, 78, 0);
 	broker_send(&f, &a);

@@ -1,0 +1,234 @@
+/*
+ * Unit tests of proxy/pidmap_txn.c (the EndTxn of a transaction opened on
+ * the source, on a switched sidecar; docs/switchover.md "Transactions"), on
+ * a pair whose upstream end plays the broker: a commit is answered
+ * TRANSACTION_ABORTABLE with nothing forwarded; an abort v5 waits for
+ * syncgate's own InitProducerId for its TransactionalId and is answered
+ * with the id and epoch the broker issued — also when that id is the very
+ * number the source gave the producer — after which the next transaction's
+ * batch passes; a failed ask answers the broker's error; an abort v4 is
+ * answered done; v3, a transaction of this cluster, and a sidecar not
+ * switched pass byte for byte.
+ */
+#include <criterion/criterion.h>
+#include <criterion/new/assert.h>
+#include <unistd.h>
+
+#include "pidmap_frames.h"
+
+static const char *yaml = "mode: sidecar\n"
+			  "listen:\n  kafka: 127.0.0.1:19092\n"
+			  "upstream:\n  broker: 127.0.0.1:9092\n";
+
+static void send_to(int fd, const struct codec_buf *b)
+{
+	cr_assert(eq(i64, (int64_t)write(fd, b->data, b->len), (int64_t)b->len));
+}
+
+static void pair(struct fixture *f, bool switched)
+{
+	pair_init(f, yaml);
+	f->srv.gate = mirror_gate_new_ex(f->base, f->conf, MIRROR_GATE_NO_WORKERS);
+	cr_assert_not_null(f->srv.gate);
+	f->srv.switched = switched;
+}
+
+static double ended(const char *outcome)
+{
+	char labels[64];
+	snprintf(labels, sizeof(labels), "outcome=\"%s\"", outcome);
+	return metric_value(
+		metric_get(METRIC_COUNTER, "syncgate_switch_source_transactions_ended_total", "", labels, NULL, 0));
+}
+
+/* The one EndTxn v`version` answer the client read (`cl`, n bytes), to `corr`. */
+static struct codec_end_txn_response end_txn_read(const uint8_t *cl, size_t n, int16_t version, int32_t corr)
+{
+	cr_assert(eq(sz, n, (size_t)be32(cl) + 4), "one frame");
+	cr_assert(eq(i32, be32(cl + 4), corr));
+	struct codec_iov iov = { cl + 9, n - 9 }; /* response header v1: a tag byte */
+	struct codec_end_txn_response r = { 0 };
+	cr_assert(eq(int, codec_end_txn_response_decode(&iov, 1, version, &r), CODEC_OK));
+	return r;
+}
+
+/* The one frame the broker read (`up`, n bytes): syncgate's InitProducerId v2 for `txn`. */
+static void expect_ask(const uint8_t *up, size_t n, const char *txn)
+{
+	cr_assert(eq(sz, n, (size_t)be32(up) + 4), "one frame, the EndTxn not forwarded");
+	cr_assert(eq(i16, be16(up + 4), CODEC_API_INIT_PRODUCER_ID));
+	int16_t version = be16(up + 6);
+	size_t body = 4 + 2 + 2 + 4 + 2 + (size_t)be16(up + 12) + (version >= 2 ? 1 : 0);
+	struct codec_iov iov = { up + body, n - body };
+	struct codec_init_producer_id_request m = { 0 };
+	cr_assert(eq(int, codec_init_producer_id_request_decode(&iov, 1, version, &m), CODEC_OK));
+	cr_assert(eq(str, m.transactional_id ? m.transactional_id : "(null)", (char *)txn));
+	cr_assert(gt(i32, m.transaction_timeout_ms, 0));
+	codec_init_producer_id_request_free(&m);
+}
+
+/* EndTxn v`version` (`pid` 9, epoch 1 under "tx") on `f`: answered here, nothing
+ * forwarded; the answer's error code. */
+static int16_t answered_here(struct fixture *f, int32_t corr, int16_t version, bool committed)
+{
+	struct codec_buf q = PAIR_FLEX_BUF;
+	client_end_txn_v(&q, corr, version, "tx", 9, 1, committed);
+	send_to(f->cl, &q);
+	codec_buf_free(&q);
+	uint8_t up[1024], cl[256];
+	size_t n = pair_end_drain(f, f->cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(f, f->up, up, sizeof(up)), 0), "nothing forwarded");
+	return end_txn_read(cl, n, version, corr).error_code;
+}
+
+Test(pidmap_txn, commit_of_a_source_transaction_is_answered_transaction_abortable)
+{
+	struct fixture f;
+	pair(&f, true);
+	double refused0 = ended("commit_refused");
+	cr_assert(eq(i16, answered_here(&f, 81, 5, true), CODEC_ERROR_TRANSACTION_ABORTABLE));
+	cr_assert(eq(dbl, ended("commit_refused"), refused0 + 1));
+	pair_fini(&f);
+}
+
+/* An abort v5 of (9, 1) under "tx", the broker issuing (`pid`, `epoch`): the client's answer. */
+static void abort_v5(struct fixture *f, int64_t pid, int16_t epoch)
+{
+	struct codec_buf q = PAIR_FLEX_BUF, a = PAIR_BUF;
+	client_end_txn_v(&q, 82, 5, "tx", 9, 1, false);
+	send_to(f->cl, &q);
+	uint8_t up[1024], cl[256];
+	size_t n = pair_end_drain(f, f->up, up, sizeof(up));
+	expect_ask(up, n, "tx");
+	cr_assert(eq(sz, pair_end_drain(f, f->cl, cl, sizeof(cl)), 0), "the abort waits for the ask");
+	init_pid_answer(&a, be16(up + 6), 0, pid, epoch);
+	send_to(f->up, &a);
+	n = pair_end_drain(f, f->cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(f, f->up, up, sizeof(up)), 0), "the abort is not forwarded after it");
+	struct codec_end_txn_response r = end_txn_read(cl, n, 5, 82);
+	cr_assert(eq(i16, r.error_code, 0));
+	cr_assert(eq(i64, r.producer_id, pid));
+	cr_assert(eq(i16, r.producer_epoch, epoch));
+	codec_buf_free(&q);
+	codec_buf_free(&a);
+}
+
+/* A transactional batch of (`pid`, `epoch`) under "tx" reaches the broker byte for byte. */
+static void batch_passes(struct fixture *f, int64_t pid, int16_t epoch)
+{
+	struct codec_buf p = PAIR_FLEX_BUF;
+	produce_v9(&p, 83, "tx", pid, epoch, 0, true, 10);
+	send_to(f->cl, &p);
+	uint8_t up[8192];
+	size_t n = pair_end_drain(f, f->up, up, sizeof(up));
+	cr_assert(eq(sz, n, p.len), "the next transaction's batch passes");
+	cr_assert_not(memcmp(up, p.data, p.len));
+	codec_buf_free(&p);
+}
+
+Test(pidmap_txn, abort_v5_is_answered_with_an_id_the_broker_issued_to_its_transactional_id)
+{
+	struct fixture f;
+	pair(&f, true);
+	double answered0 = ended("abort_answered");
+	abort_v5(&f, 4000, 0);
+	cr_assert(eq(dbl, ended("abort_answered"), answered0 + 1));
+	batch_passes(&f, 4000, 0);
+	pair_fini(&f);
+}
+
+Test(pidmap_txn, abort_v5_is_answered_when_the_issued_id_is_the_number_the_source_gave)
+{
+	/* both clusters count producer ids from their own start */
+	struct fixture f;
+	pair(&f, true);
+	abort_v5(&f, 9, 0);
+	batch_passes(&f, 9, 0);
+	pair_fini(&f);
+}
+
+Test(pidmap_txn, abort_v5_whose_ask_fails_is_answered_with_the_brokers_error)
+{
+	struct fixture f;
+	pair(&f, true);
+	double failed0 = ended("abort_failed");
+	struct codec_buf q = PAIR_FLEX_BUF, a = PAIR_BUF, p = PAIR_FLEX_BUF;
+	client_end_txn_v(&q, 84, 5, "tx", 9, 1, false);
+	send_to(f.cl, &q);
+	uint8_t up[8192], cl[256];
+	size_t n = pair_end_drain(&f, f.up, up, sizeof(up));
+	expect_ask(up, n, "tx");
+	init_pid_answer(&a, be16(up + 6), CODEC_ERROR_COORDINATOR_LOAD_IN_PROGRESS, -1, -1);
+	send_to(f.up, &a);
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	struct codec_end_txn_response r = end_txn_read(cl, n, 5, 84);
+	cr_assert(eq(i16, r.error_code, CODEC_ERROR_COORDINATOR_LOAD_IN_PROGRESS), "retriable: the client asks again");
+	cr_assert(eq(dbl, ended("abort_failed"), failed0 + 1));
+	/* nothing was issued: the source's id stays refused */
+	produce_v9(&p, 85, "tx", 9, 1, 0, true, 10);
+	send_to(f.cl, &p);
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0));
+	n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(i16, produce_error(cl, n, 85), CODEC_ERROR_INVALID_PRODUCER_ID_MAPPING), "Produce v9: below v11");
+	codec_buf_free(&q);
+	codec_buf_free(&a);
+	codec_buf_free(&p);
+	pair_fini(&f);
+}
+
+Test(pidmap_txn, abort_v4_is_answered_done)
+{
+	struct fixture f;
+	pair(&f, true);
+	cr_assert(eq(i16, answered_here(&f, 86, 4, false), 0));
+	pair_fini(&f);
+}
+
+/* EndTxn `q` reaches the broker byte for byte, and nothing reaches the client. */
+static void forwarded(struct fixture *f, const struct codec_buf *q)
+{
+	send_to(f->cl, q);
+	uint8_t up[1024], cl[256];
+	size_t n = pair_end_drain(f, f->up, up, sizeof(up));
+	cr_assert(eq(sz, n, q->len));
+	cr_assert_not(memcmp(up, q->data, q->len));
+	cr_assert(eq(sz, pair_end_drain(f, f->cl, cl, sizeof(cl)), 0));
+}
+
+Test(pidmap_txn, v3_and_not_switched_pass_byte_for_byte)
+{
+	struct fixture f;
+	struct codec_buf q = PAIR_FLEX_BUF;
+	pair(&f, true);
+	client_end_txn_v(&q, 87, 3, "tx", 9, 1, false);
+	forwarded(&f, &q);
+	pair_fini(&f);
+	pair(&f, false);
+	client_end_txn_v(&q, 88, 5, "tx", 9, 1, true);
+	forwarded(&f, &q);
+	client_end_txn_v(&q, 89, 5, "tx", 9, 1, false);
+	forwarded(&f, &q);
+	pair_fini(&f);
+	codec_buf_free(&q);
+}
+
+Test(pidmap_txn, a_transaction_of_this_cluster_passes)
+{
+	struct fixture f;
+	pair(&f, true);
+	struct codec_buf i = PAIR_FLEX_BUF, a = PAIR_BUF, q = PAIR_FLEX_BUF;
+	client_init_pid(&i, 90, "tx");
+	send_to(f.cl, &i);
+	uint8_t up[1024], cl[256];
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), i.len));
+	init_pid_answer(&a, 4, 0, 77, 0);
+	a.data[4] = 0, a.data[5] = 0, a.data[6] = 0, a.data[7] = 90; /* correlation id 90 */
+	send_to(f.up, &a);
+	cr_assert(eq(sz, pair_end_drain(&f, f.cl, cl, sizeof(cl)), a.len));
+	client_end_txn_v(&q, 91, 5, "tx", 77, 0, true);
+	forwarded(&f, &q);
+	codec_buf_free(&i);
+	codec_buf_free(&a);
+	codec_buf_free(&q);
+	pair_fini(&f);
+}
