@@ -11,7 +11,9 @@
  * codec/endpoints.c; -1 never), and what else syncgate does (CODEC_DOES_*:
  * Produce held; Fetch, ListOffsets, OffsetForLeaderEpoch clamped, Fetch
  * streamed; Metadata read for its TopicIds; InitProducerId and EndTxn read on
- * a switched sidecar (the producer ids its broker issued, proxy/pidmap.c);
+ * a switched sidecar (the producer ids its broker issued, proxy/pidmap.c),
+ * AddOffsetsToTxn and TxnOffsetCommit too (a transaction opened on the
+ * source is answered there, proxy/pidmap_txn.c);
  * ApiVersions rewritten and its
  * client software name read; SASL read for the principal and raw tokens).
  * Written by hand from kafka-clients 4.4.0 (ApiKeys and the *Request.json / *Response.json specs; there is no
@@ -48,10 +50,10 @@ static const struct codec_api apis[] = {
 	{22, "InitProducerId", 2, 5, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{23, "OffsetForLeaderEpoch", 4, 4, 2, 4, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_CLAMP},
 	{24, "AddPartitionsToTxn", 3, -1, 0, 5, -1, 0},
-	{25, "AddOffsetsToTxn", 3, -1, 0, 4, -1, 0},
+	{25, "AddOffsetsToTxn", 3, 4, 0, 4, -1, CODEC_DOES_READ_REQUEST},
 	{26, "EndTxn", 3, 5, 0, 5, -1, CODEC_DOES_READ_REQUEST | CODEC_DOES_READ_RESPONSE},
 	{27, "WriteTxnMarkers", 1, -1, 1, 2, -1, 0},
-	{28, "TxnOffsetCommit", 3, -1, 0, 6, -1, 0},
+	{28, "TxnOffsetCommit", 3, 6, 0, 6, -1, CODEC_DOES_READ_REQUEST},
 	{29, "DescribeAcls", 2, -1, 1, 3, -1, 0},
 	{30, "CreateAcls", 2, -1, 1, 3, -1, 0},
 	{31, "DeleteAcls", 2, -1, 1, 3, -1, 0},

@@ -90,6 +90,14 @@ struct codec_txn_offset_commit_request {
 enum codec_err codec_txn_offset_commit_request_decode(const struct codec_iov *iov, int niov, int16_t version,
 						      struct codec_txn_offset_commit_request *out) CODEC_WUR;
 void codec_txn_offset_commit_request_free(struct codec_txn_offset_commit_request *m);
+/**
+ * Encode a TxnOffsetCommit response body, v0–v6, answering every partition
+ * of `req` (decoded at the same version) with `error_code`; topics by Name,
+ * by TopicId from v6. ThrottleTimeMs 0 (codec/txn_offsets.c).
+ */
+enum codec_err codec_txn_offset_commit_response_encode(const struct codec_txn_offset_commit_request *req,
+						       int16_t error_code, int16_t version,
+						       struct codec_buf *out) CODEC_WUR;
 
 /** Write big-endian `v` at byte offset `at` of the contiguous body `body` (`len` bytes); -1 out of range. */
 int codec_put_i16_at(uint8_t *body, size_t len, size_t at, int16_t v);

@@ -223,4 +223,27 @@ enum codec_err codec_end_txn_response_encode(const struct codec_end_txn_response
 /** Release a decoded EndTxn response. */
 void codec_end_txn_response_free(struct codec_end_txn_response *m);
 
+/* ------------------------------------------------------------------------ */
+/* AddOffsetsToTxn (key 25), v0–v4; flexible from v3 (codec/txn_offsets.c)  */
+/* ------------------------------------------------------------------------ */
+
+/** AddOffsetsToTxn request (spec AddOffsetsToTxnRequest v0–v4). Strings owned. */
+struct codec_add_offsets_to_txn_request {
+	char *transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	char *group_id;
+};
+/** Decode an AddOffsetsToTxn request body (after the request header), v0–v4. Free with _free, also on error. */
+enum codec_err codec_add_offsets_to_txn_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+						       struct codec_add_offsets_to_txn_request *out) CODEC_WUR;
+/** Encode an AddOffsetsToTxn request body, v0–v4 (tests build clients' requests with it). */
+enum codec_err codec_add_offsets_to_txn_request_encode(const struct codec_add_offsets_to_txn_request *m,
+						       int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded AddOffsetsToTxn request. */
+void codec_add_offsets_to_txn_request_free(struct codec_add_offsets_to_txn_request *m);
+/** Encode an AddOffsetsToTxn response body, v0–v4: ThrottleTimeMs 0, `error_code`. */
+enum codec_err codec_add_offsets_to_txn_response_encode(int16_t error_code, int16_t version,
+							struct codec_buf *out) CODEC_WUR;
+
 #endif

@@ -22,6 +22,15 @@
  *     the EndTxn waits unread (c->pid_wait), then the EndTxn is handled
  *     again and answered from c->txn_abort. The id is recorded as issued to
  *     the TransactionalId, so the next transaction's batches pass.
+ * The transaction's consumer offsets are answered here too (the
+ * destination's coordinators answer INVALID_PRODUCER_ID_MAPPING, fatal to
+ * the Java producer), so a consume-transform-produce transaction that only
+ * sends offsets after the switch is aborted the same way: AddOffsetsToTxn
+ * (transaction version 1) with UNKNOWN_PRODUCER_ID, which makes the Java
+ * producer abort and then bump its epoch (a new id from the destination);
+ * TxnOffsetCommit v4+ (version 2 sends it straight to the group
+ * coordinator) with TRANSACTION_ABORTABLE, its abort then the EndTxn v5
+ * above.
  * The abort is true to the served cluster: nothing of the transaction is
  * on it but what the mirror copied before the switch, which the mirror's
  * own promotion ends. Loop thread.
@@ -38,19 +47,21 @@
  * (the client's own setting is not known here: the Java producer's default) */
 #define TXN_ABORT_TIMEOUT_MS 60000
 
-enum end_txn_outcome { ENDED_COMMIT_REFUSED, ENDED_ABORT_ANSWERED, ENDED_ABORT_FAILED, ENDED_COUNT };
+enum end_txn_outcome { ENDED_COMMIT_REFUSED, ENDED_ABORT_ANSWERED, ENDED_ABORT_FAILED, ENDED_OFFSETS_REFUSED,
+		      ENDED_COUNT };
 
 static struct metric *m_ended[ENDED_COUNT];
-static const char *const ended_names[ENDED_COUNT] = { "commit_refused", "abort_answered", "abort_failed" };
+static const char *const ended_names[ENDED_COUNT] = { "commit_refused", "abort_answered", "abort_failed",
+						      "offsets_refused" };
 static struct proxy_log_limit ended_log;
 
 static void metrics_init(void)
 {
 	if (m_ended[0])
 		return;
-	metric_family_get(METRIC_COUNTER, "syncgate_switch_source_transactions_ended_total",
-			  "EndTxn requests of a transaction opened on the source, answered by a switched sidecar "
-			  "(docs/switchover.md \"Producer state\"), by outcome.",
+	metric_family_get(METRIC_COUNTER, "syncgate_switch_source_transaction_answers_total",
+			  "EndTxn, AddOffsetsToTxn and TxnOffsetCommit requests of a transaction opened on the "
+			  "source, answered by a switched sidecar (docs/switchover.md \"Transactions\"), by outcome.",
 			  NULL, "outcome", ended_names, ENDED_COUNT, m_ended);
 }
 
@@ -71,34 +82,42 @@ bool proxy_pidmap_end_txn_owns(const struct proxy_entry *e)
 	return e->release == abort_release;
 }
 
-/* Queue EndTxn response `r` to the request `h` (v `h->api_version`) and consume its frame. */
+/* Queue the response body `body` to the request `h` and consume its frame (`len` body bytes). */
+static int answer_body(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+		       const struct codec_buf *body)
+{
+	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
+	if (!e || !(e->out = evbuffer_new()) || body->err)
+		goto fail;
+	bool flexible = codec_response_header_version(h->api_key, h->api_version) >= 1;
+	size_t n = (flexible ? 5 : 4) + body->len;
+	uint32_t corr = (uint32_t)h->correlation_id;
+	uint8_t pre[9] = { (uint8_t)(n >> 24),	  (uint8_t)(n >> 16),	 (uint8_t)(n >> 8),    (uint8_t)n,
+			   (uint8_t)(corr >> 24), (uint8_t)(corr >> 16), (uint8_t)(corr >> 8), (uint8_t)corr, 0 };
+	if (evbuffer_add(e->out, pre, flexible ? 9 : 8) < 0 || evbuffer_add(e->out, body->data, body->len) < 0)
+		goto fail;
+	e->correlation_id = h->correlation_id;
+	e->api_key = h->api_key;
+	e->api_version = e->client_version = h->api_version;
+	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
+	evbuffer_drain(in, len + 4);
+	proxy_fifo_flush(c);
+	return 2;
+fail:
+	if (e)
+		proxy_entry_free(c, e);
+	return -1;
+}
+
+/* Queue EndTxn response `r` to the request `h` and consume its frame. */
 static int answer(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
 		  const struct codec_end_txn_response *r)
 {
 	struct codec_buf body;
 	codec_buf_init(&body, 256);
-	struct proxy_entry *e = proxy_entry_new(c, PROXY_ENTRY_KAFKA);
-	int rc = -1;
-	if (!e || !(e->out = evbuffer_new()) || codec_end_txn_response_encode(r, h->api_version, &body) != CODEC_OK)
-		goto out;
-	bool flexible = codec_response_header_version(h->api_key, h->api_version) >= 1;
-	size_t n = (flexible ? 5 : 4) + body.len;
-	uint32_t corr = (uint32_t)h->correlation_id;
-	uint8_t pre[9] = { (uint8_t)(n >> 24),	  (uint8_t)(n >> 16),	 (uint8_t)(n >> 8),    (uint8_t)n,
-			   (uint8_t)(corr >> 24), (uint8_t)(corr >> 16), (uint8_t)(corr >> 8), (uint8_t)corr, 0 };
-	if (evbuffer_add(e->out, pre, flexible ? 9 : 8) < 0 || evbuffer_add(e->out, body.data, body.len) < 0)
-		goto out;
-	e->correlation_id = h->correlation_id;
-	e->api_key = h->api_key;
-	e->api_version = e->client_version = h->api_version;
-	proxy_entry_set_state(c, e, PROXY_ENTRY_READY);
-	e = NULL;
-	evbuffer_drain(in, len + 4);
-	proxy_fifo_flush(c);
-	rc = 2;
-out:
-	if (e)
-		proxy_entry_free(c, e);
+	int rc = codec_end_txn_response_encode(r, h->api_version, &body) == CODEC_OK
+			 ? answer_body(c, in, len, h, &body)
+			 : -1;
 	codec_buf_free(&body);
 	return rc;
 }
@@ -214,4 +233,62 @@ void proxy_pidmap_end_txn_answer(struct proxy_conn *c, struct proxy_entry *e, co
 	codec_init_producer_id_response_free(&r);
 	c->txn_abort = t;
 	proxy_pidmap_resume(c); /* the EndTxn is handled again: answered from c->txn_abort */
+}
+
+/* Log and answer `code` to the offsets request `h` of (`txn_id`, `pid`), its body in `body`. */
+static int refuse_offsets(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+			  const char *txn_id, int64_t pid, int16_t code, const struct codec_buf *body)
+{
+	metrics_init();
+	metric_add(m_ended[ENDED_OFFSETS_REFUSED], 1);
+	uint64_t suppressed = 0;
+	if (proxy_log_allow(&ended_log, mirror_now_ms(), &suppressed))
+		LOG_I("source_transaction_ended", "conn=%llu peer=%s transactional_id=%s producer_id=%lld api=%s "
+		      "outcome=offsets_refused error_code=%d suppressed=%llu reason=\"the consumer offsets of a "
+		      "transaction opened on the source, which this sidecar no longer serves: it cannot commit "
+		      "here; the application aborts it\"", (unsigned long long)c->id, c->peer, txn_id, (long long)pid,
+		      codec_api_name(h->api_key), code, (unsigned long long)suppressed);
+	return answer_body(c, in, len, h, body);
+}
+
+int proxy_pidmap_txn_offsets(struct proxy_conn *c, struct evbuffer *in, size_t len,
+			     const struct codec_request_header *h)
+{
+	if (!c->srv->switched || (h->api_key == CODEC_API_TXN_OFFSET_COMMIT && h->api_version < 4))
+		return 0; /* below v4 a client does not know TRANSACTION_ABORTABLE: the broker answers */
+	struct proxy_pidmap *map = proxy_pidmap_of(c->srv);
+	if (!map)
+		return -1;
+	struct codec_iov iov[PROXY_MAX_IOV];
+	int niov = proxy_buf_iov(in, 4 + h->len, len - h->len, iov, PROXY_MAX_IOV);
+	if (niov < 0)
+		return 0; /* the broker answers what it cannot read */
+	struct codec_buf body;
+	codec_buf_init(&body, 256);
+	int rc = 0;
+	if (h->api_key == CODEC_API_ADD_OFFSETS_TO_TXN) {
+		struct codec_add_offsets_to_txn_request m = { 0 };
+		if (codec_add_offsets_to_txn_request_decode(iov, niov, h->api_version, &m) == CODEC_OK &&
+		    m.transactional_id &&
+		    !proxy_pidmap_issued_to(map, m.producer_id, proxy_pidmap_txn_tag(m.transactional_id)))
+			rc = codec_add_offsets_to_txn_response_encode(CODEC_ERROR_UNKNOWN_PRODUCER_ID, h->api_version,
+								      &body) == CODEC_OK
+				     ? refuse_offsets(c, in, len, h, m.transactional_id, m.producer_id,
+						      CODEC_ERROR_UNKNOWN_PRODUCER_ID, &body)
+				     : -1;
+		codec_add_offsets_to_txn_request_free(&m);
+	} else if (h->api_key == CODEC_API_TXN_OFFSET_COMMIT) {
+		struct codec_txn_offset_commit_request m = { 0 };
+		if (codec_txn_offset_commit_request_decode(iov, niov, h->api_version, &m) == CODEC_OK &&
+		    m.transactional_id &&
+		    !proxy_pidmap_issued_to(map, m.producer_id, proxy_pidmap_txn_tag(m.transactional_id)))
+			rc = codec_txn_offset_commit_response_encode(&m, CODEC_ERROR_TRANSACTION_ABORTABLE, h->api_version,
+								     &body) == CODEC_OK
+				     ? refuse_offsets(c, in, len, h, m.transactional_id, m.producer_id,
+						      CODEC_ERROR_TRANSACTION_ABORTABLE, &body)
+				     : -1;
+		codec_txn_offset_commit_request_free(&m);
+	}
+	codec_buf_free(&body);
+	return rc;
 }

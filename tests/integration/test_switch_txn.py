@@ -49,14 +49,14 @@ def transaction_version(source, dest):
         set_transaction_version(c, version)
 
 
-@pytest.mark.parametrize("client", ["java", "java-tv1", "librdkafka", "franz-go"])
+@pytest.mark.parametrize("client", ["java", "java-tv1", "java-offsets", "java-tv1-offsets", "librdkafka", "franz-go"])
 def test_transaction_open_at_the_switch_ends_and_a_new_one_commits(bed, source, dest, make_syncgate, txn_mirror,
                                                                     producers, clients, client, topic_name,
                                                                     transaction_version):
     """java-tv1: the Java producer with transaction version 1 on both clusters
     (EndTxn v4: no producer id in its answer; the client bumps its own epoch)."""
     topic = topic_name
-    if client == "java-tv1":
+    if client.startswith("java-tv1"):
         transaction_version(1)
     source.create_topic(topic, partitions=1)
     dest.create_topic(topic, partitions=1)
@@ -91,7 +91,10 @@ def test_transaction_open_at_the_switch_ends_and_a_new_one_commits(bed, source, 
     source_end = source.high_watermark(topic, 0)
 
     # the open transaction, carried on after the switch
-    steps = [("send 2", p.ask("send 2", timeout=120))]
+    if client.endswith("-offsets"):  # consume-transform-produce: the consumed offsets next
+        steps = [("offsets", p.ask(f"offsets g-{topic} 0 9", timeout=120))]
+    else:
+        steps = [("send 2", p.ask("send 2", timeout=120))]
     steps.append(("commit", p.ask("commit", timeout=120)))
     for _ in range(3):  # the application aborts (a client may need the abort repeated)
         steps.append(("abort", p.ask("abort", timeout=120)))

@@ -7,11 +7,15 @@
  * with the id and epoch the broker issued — also when that id is the very
  * number the source gave the producer — after which the next transaction's
  * batch passes; a failed ask answers the broker's error; an abort v4 is
- * answered done; v3, a transaction of this cluster, and a sidecar not
- * switched pass byte for byte.
+ * answered done; a transaction's consumer offsets are answered here
+ * (AddOffsetsToTxn UNKNOWN_PRODUCER_ID, TxnOffsetCommit v5
+ * TRANSACTION_ABORTABLE on every partition);
+ * v3, a transaction of this cluster, and a sidecar not switched pass byte
+ * for byte.
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include "pidmap_frames.h"
@@ -38,7 +42,7 @@ static double ended(const char *outcome)
 	char labels[64];
 	snprintf(labels, sizeof(labels), "outcome=\"%s\"", outcome);
 	return metric_value(
-		metric_get(METRIC_COUNTER, "syncgate_switch_source_transactions_ended_total", "", labels, NULL, 0));
+		metric_get(METRIC_COUNTER, "syncgate_switch_source_transaction_answers_total", "", labels, NULL, 0));
 }
 
 /* The one EndTxn v`version` answer the client read (`cl`, n bytes), to `corr`. */
@@ -212,6 +216,120 @@ Test(pidmap_txn, v3_and_not_switched_pass_byte_for_byte)
 	codec_buf_free(&q);
 }
 
+/* A flexible request header v2 (ClientId "java") in a fresh frame `b`. */
+static void header(struct codec_buf *b, int16_t key, int16_t version, int32_t corr)
+{
+	b->len = 0;
+	codec_write_i32(b, 0);
+	codec_write_i16(b, key);
+	codec_write_i16(b, version);
+	codec_write_i32(b, corr);
+	b->flexible = false;
+	codec_write_str(b, "java");
+	b->flexible = true;
+	codec_write_i8(b, 0);
+}
+
+/* A client's AddOffsetsToTxn v`version` (3..4) of (`pid`, epoch 1) under "tx", group "g". */
+static void add_offsets(struct codec_buf *b, int32_t corr, int16_t version, int64_t pid)
+{
+	header(b, CODEC_API_ADD_OFFSETS_TO_TXN, version, corr);
+	struct codec_add_offsets_to_txn_request m = { .transactional_id = "tx", .producer_id = pid,
+						      .producer_epoch = 1, .group_id = "g" };
+	cr_assert(eq(int, codec_add_offsets_to_txn_request_encode(&m, version, b), CODEC_OK));
+	pair_frame_seal(b);
+}
+
+/* A client's TxnOffsetCommit v5 of (`pid`, epoch 1) under "tx", group "g":
+ * topic "a" partitions 0 and 1, topic "b" partition 2. */
+static void txn_offset_commit(struct codec_buf *b, int32_t corr, int64_t pid)
+{
+	header(b, CODEC_API_TXN_OFFSET_COMMIT, 5, corr);
+	codec_write_str(b, "tx");
+	codec_write_str(b, "g");
+	codec_write_i64(b, pid);
+	codec_write_i16(b, 1);
+	codec_write_i32(b, 4);      /* GenerationId */
+	codec_write_str(b, "m-1");  /* MemberId */
+	codec_write_str(b, NULL);   /* GroupInstanceId */
+	codec_write_array_len(b, 2);
+	const char *names[] = { "a", "b" };
+	const int32_t parts[2][2] = { { 0, 1 }, { 2, -1 } };
+	for (int t = 0; t < 2; t++) {
+		codec_write_str(b, names[t]);
+		int np = parts[t][1] < 0 ? 1 : 2;
+		codec_write_array_len(b, np);
+		for (int k = 0; k < np; k++) {
+			codec_write_i32(b, parts[t][k]);
+			codec_write_i64(b, 100 + parts[t][k]); /* CommittedOffset */
+			codec_write_i32(b, -1);                /* CommittedLeaderEpoch */
+			codec_write_str(b, "txn-meta");
+			codec_write_i8(b, 0);
+		}
+		codec_write_i8(b, 0);
+	}
+	codec_write_i8(b, 0);
+	pair_frame_seal(b);
+}
+
+Test(pidmap_txn, add_offsets_of_a_source_transaction_is_answered_unknown_producer_id)
+{
+	struct fixture f;
+	pair(&f, true);
+	double refused0 = ended("offsets_refused");
+	struct codec_buf q = PAIR_FLEX_BUF;
+	add_offsets(&q, 92, 4, 9);
+	send_to(f.cl, &q);
+	uint8_t up[1024], cl[256];
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing forwarded");
+	cr_assert(eq(sz, n, 4 + 4 + 1 + 4 + 2 + 1), "header v1, ThrottleTimeMs, ErrorCode, tags");
+	cr_assert(eq(i32, be32(cl + 4), 92));
+	cr_assert(eq(i16, be16(cl + 13), CODEC_ERROR_UNKNOWN_PRODUCER_ID), "abortable, and the client bumps its epoch");
+	cr_assert(eq(dbl, ended("offsets_refused"), refused0 + 1));
+	codec_buf_free(&q);
+	pair_fini(&f);
+}
+
+Test(pidmap_txn, txn_offset_commit_of_a_source_transaction_is_answered_on_every_partition)
+{
+	struct fixture f;
+	pair(&f, true);
+	struct codec_buf q = PAIR_FLEX_BUF;
+	txn_offset_commit(&q, 94, 9);
+	send_to(f.cl, &q);
+	uint8_t up[1024], cl[256];
+	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
+	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing forwarded");
+	cr_assert(eq(sz, n, (size_t)be32(cl) + 4));
+	cr_assert(eq(i32, be32(cl + 4), 94));
+	struct codec_iov iov = { cl + 9, n - 9 };
+	struct codec_reader r;
+	codec_reader_init(&r, &iov, 1);
+	r.flexible = true;
+	cr_assert(eq(i32, codec_read_i32(&r), 0), "ThrottleTimeMs");
+	cr_assert(eq(i32, codec_read_array_len(&r, false, 1), 2));
+	const char *names[] = { "a", "b" };
+	const int32_t want[2][2] = { { 0, 1 }, { 2, -1 } };
+	for (int t = 0; t < 2; t++) {
+		char *name = codec_read_str(&r, false);
+		cr_assert(eq(str, name, (char *)names[t]));
+		free(name);
+		int np = want[t][1] < 0 ? 1 : 2;
+		cr_assert(eq(i32, codec_read_array_len(&r, false, 1), np));
+		for (int k = 0; k < np; k++) {
+			cr_assert(eq(i32, codec_read_i32(&r), want[t][k]));
+			cr_assert(eq(i16, codec_read_i16(&r), CODEC_ERROR_TRANSACTION_ABORTABLE));
+			codec_read_tags(&r, NULL, NULL, NULL);
+		}
+		codec_read_tags(&r, NULL, NULL, NULL);
+	}
+	codec_read_tags(&r, NULL, NULL, NULL);
+	cr_assert(eq(int, codec_reader_finish(&r), CODEC_OK), "every byte read");
+	codec_buf_free(&q);
+	pair_fini(&f);
+}
+
 Test(pidmap_txn, a_transaction_of_this_cluster_passes)
 {
 	struct fixture f;
@@ -225,6 +343,10 @@ Test(pidmap_txn, a_transaction_of_this_cluster_passes)
 	a.data[4] = 0, a.data[5] = 0, a.data[6] = 0, a.data[7] = 90; /* correlation id 90 */
 	send_to(f.up, &a);
 	cr_assert(eq(sz, pair_end_drain(&f, f.cl, cl, sizeof(cl)), a.len));
+	add_offsets(&q, 95, 4, 77);
+	forwarded(&f, &q);
+	txn_offset_commit(&q, 96, 77);
+	forwarded(&f, &q);
 	client_end_txn_v(&q, 91, 5, "tx", 77, 0, true);
 	forwarded(&f, &q);
 	codec_buf_free(&i);
