@@ -93,7 +93,7 @@ void codec_txn_offset_commit_request_free(struct codec_txn_offset_commit_request
 /**
  * Encode a TxnOffsetCommit response body, v0–v6, answering every partition
  * of `req` (decoded at the same version) with `error_code`; topics by Name,
- * by TopicId from v6. ThrottleTimeMs 0 (codec/txn_offsets.c).
+ * by TopicId from v6. ThrottleTimeMs 0 (codec/txn_requests.c).
  */
 enum codec_err codec_txn_offset_commit_response_encode(const struct codec_txn_offset_commit_request *req,
 						       int16_t error_code, int16_t version,

@@ -224,7 +224,38 @@ enum codec_err codec_end_txn_response_encode(const struct codec_end_txn_response
 void codec_end_txn_response_free(struct codec_end_txn_response *m);
 
 /* ------------------------------------------------------------------------ */
-/* AddOffsetsToTxn (key 25), v0–v4; flexible from v3 (codec/txn_offsets.c)  */
+/* AddPartitionsToTxn (key 24), v0–v3 (v4+: between brokers); flexible from v3 */
+/* ------------------------------------------------------------------------ */
+
+/** One topic of an AddPartitionsToTxn request v0–v3: its name and partition indexes. Owned. */
+struct codec_add_partitions_topic {
+	char *name;
+	int32_t *partitions;
+	size_t npartitions;
+};
+/** AddPartitionsToTxn request v0–v3 (spec AddPartitionsToTxnRequest, the V3AndBelow fields). Owned. */
+struct codec_add_partitions_to_txn_request {
+	char *transactional_id;
+	int64_t producer_id;
+	int16_t producer_epoch;
+	struct codec_add_partitions_topic *topics;
+	size_t ntopics;
+};
+/** Decode an AddPartitionsToTxn request body, v0–v3 (else CODEC_ERR_UNSUPPORTED). Free with _free, also on error. */
+enum codec_err codec_add_partitions_to_txn_request_decode(const struct codec_iov *iov, int niov, int16_t version,
+							  struct codec_add_partitions_to_txn_request *out) CODEC_WUR;
+/** Encode an AddPartitionsToTxn request body, v0–v3. */
+enum codec_err codec_add_partitions_to_txn_request_encode(const struct codec_add_partitions_to_txn_request *m,
+							  int16_t version, struct codec_buf *out) CODEC_WUR;
+/** Release a decoded AddPartitionsToTxn request. */
+void codec_add_partitions_to_txn_request_free(struct codec_add_partitions_to_txn_request *m);
+/** Encode an AddPartitionsToTxn response body, v0–v3: every partition of `req` answered `error_code`. */
+enum codec_err codec_add_partitions_to_txn_response_encode(const struct codec_add_partitions_to_txn_request *req,
+							   int16_t error_code, int16_t version,
+							   struct codec_buf *out) CODEC_WUR;
+
+/* ------------------------------------------------------------------------ */
+/* AddOffsetsToTxn (key 25), v0–v4; flexible from v3 (codec/txn_requests.c)  */
 /* ------------------------------------------------------------------------ */
 
 /** AddOffsetsToTxn request (spec AddOffsetsToTxnRequest v0–v4). Strings owned. */

@@ -227,15 +227,16 @@ struct proxy_txn_abort {
  */
 int proxy_pidmap_end_txn(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h);
 /**
- * A client's AddOffsetsToTxn (key 25, v0–v4) or TxnOffsetCommit (key 28,
- * v4+) on a switched sidecar (pidmap_txn.c; `in` the whole frame, `len`
- * body bytes): when its producer id was not issued to its TransactionalId
- * through this sidecar, answered here and not forwarded — AddOffsetsToTxn
- * UNKNOWN_PRODUCER_ID (abortable, with a client epoch bump, since KIP-360),
- * TxnOffsetCommit TRANSACTION_ABORTABLE on every partition. Returns 0 (forward it),
+ * A client's AddPartitionsToTxn (key 24, v0–v3), AddOffsetsToTxn (key 25,
+ * v0–v4) or TxnOffsetCommit (key 28, v4+) on a switched sidecar
+ * (pidmap_txn.c; `in` the whole frame, `len` body bytes): when its producer
+ * id was not issued to its TransactionalId through this sidecar, answered
+ * here and not forwarded — AddPartitionsToTxn (every partition) and
+ * AddOffsetsToTxn UNKNOWN_PRODUCER_ID (abortable, with a client epoch bump,
+ * since KIP-360), TxnOffsetCommit TRANSACTION_ABORTABLE on every partition. Returns 0 (forward it),
  * 2 (answered, the frame consumed), -1 (close: ENOMEM).
  */
-int proxy_pidmap_txn_offsets(struct proxy_conn *c, struct evbuffer *in, size_t len,
+int proxy_pidmap_source_txn(struct proxy_conn *c, struct evbuffer *in, size_t len,
 			     const struct codec_request_header *h);
 /** Whether INTERNAL entry `e` is syncgate's InitProducerId for an EndTxn (not for a Produce). */
 bool proxy_pidmap_end_txn_owns(const struct proxy_entry *e);

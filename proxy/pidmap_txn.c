@@ -22,12 +22,13 @@
  *     the EndTxn waits unread (c->pid_wait), then the EndTxn is handled
  *     again and answered from c->txn_abort. The id is recorded as issued to
  *     the TransactionalId, so the next transaction's batches pass.
- * The transaction's consumer offsets are answered here too (the
+ * The transaction's other requests are answered here too (the
  * destination's coordinators answer INVALID_PRODUCER_ID_MAPPING, fatal to
- * the Java producer), so a consume-transform-produce transaction that only
- * sends offsets after the switch is aborted the same way: AddOffsetsToTxn
- * (transaction version 1) with UNKNOWN_PRODUCER_ID, which makes the Java
- * producer abort and then bump its epoch (a new id from the destination);
+ * the Java producer), so a transaction that adds a partition or sends its
+ * consumer offsets after the switch is aborted the same way:
+ * AddPartitionsToTxn v0–v3 and AddOffsetsToTxn (transaction version 1)
+ * with UNKNOWN_PRODUCER_ID, which makes the Java producer abort and then
+ * bump its epoch (a new id from the destination);
  * TxnOffsetCommit v4+ (version 2 sends it straight to the group
  * coordinator) with TRANSACTION_ABORTABLE, its abort then the EndTxn v5
  * above.
@@ -47,12 +48,12 @@
  * (the client's own setting is not known here: the Java producer's default) */
 #define TXN_ABORT_TIMEOUT_MS 60000
 
-enum end_txn_outcome { ENDED_COMMIT_REFUSED, ENDED_ABORT_ANSWERED, ENDED_ABORT_FAILED, ENDED_OFFSETS_REFUSED,
+enum end_txn_outcome { ENDED_COMMIT_REFUSED, ENDED_ABORT_ANSWERED, ENDED_ABORT_FAILED, ENDED_REFUSED,
 		      ENDED_COUNT };
 
 static struct metric *m_ended[ENDED_COUNT];
 static const char *const ended_names[ENDED_COUNT] = { "commit_refused", "abort_answered", "abort_failed",
-						      "offsets_refused" };
+						      "refused" };
 static struct proxy_log_limit ended_log;
 
 static void metrics_init(void)
@@ -235,27 +236,29 @@ void proxy_pidmap_end_txn_answer(struct proxy_conn *c, struct proxy_entry *e, co
 	proxy_pidmap_resume(c); /* the EndTxn is handled again: answered from c->txn_abort */
 }
 
-/* Log and answer `code` to the offsets request `h` of (`txn_id`, `pid`), its body in `body`. */
-static int refuse_offsets(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
+/* Log and answer `code` to the request `h` of (`txn_id`, `pid`), its body in `body`. */
+static int refuse_request(struct proxy_conn *c, struct evbuffer *in, size_t len, const struct codec_request_header *h,
 			  const char *txn_id, int64_t pid, int16_t code, const struct codec_buf *body)
 {
 	metrics_init();
-	metric_add(m_ended[ENDED_OFFSETS_REFUSED], 1);
+	metric_add(m_ended[ENDED_REFUSED], 1);
 	uint64_t suppressed = 0;
 	if (proxy_log_allow(&ended_log, mirror_now_ms(), &suppressed))
 		LOG_I("source_transaction_ended", "conn=%llu peer=%s transactional_id=%s producer_id=%lld api=%s "
-		      "outcome=offsets_refused error_code=%d suppressed=%llu reason=\"the consumer offsets of a "
+		      "outcome=refused error_code=%d suppressed=%llu reason=\"a request of a "
 		      "transaction opened on the source, which this sidecar no longer serves: it cannot commit "
 		      "here; the application aborts it\"", (unsigned long long)c->id, c->peer, txn_id, (long long)pid,
 		      codec_api_name(h->api_key), code, (unsigned long long)suppressed);
 	return answer_body(c, in, len, h, body);
 }
 
-int proxy_pidmap_txn_offsets(struct proxy_conn *c, struct evbuffer *in, size_t len,
+int proxy_pidmap_source_txn(struct proxy_conn *c, struct evbuffer *in, size_t len,
 			     const struct codec_request_header *h)
 {
-	if (!c->srv->switched || (h->api_key == CODEC_API_TXN_OFFSET_COMMIT && h->api_version < 4))
-		return 0; /* below v4 a client does not know TRANSACTION_ABORTABLE: the broker answers */
+	if (!c->srv->switched || (h->api_key == CODEC_API_TXN_OFFSET_COMMIT && h->api_version < 4) ||
+	    (h->api_key == CODEC_API_ADD_PARTITIONS_TO_TXN && h->api_version > 3))
+		return 0; /* TxnOffsetCommit below v4 does not know TRANSACTION_ABORTABLE; AddPartitionsToTxn
+			   * v4+ is between brokers: the broker answers */
 	struct proxy_pidmap *map = proxy_pidmap_of(c->srv);
 	if (!map)
 		return -1;
@@ -266,14 +269,25 @@ int proxy_pidmap_txn_offsets(struct proxy_conn *c, struct evbuffer *in, size_t l
 	struct codec_buf body;
 	codec_buf_init(&body, 256);
 	int rc = 0;
-	if (h->api_key == CODEC_API_ADD_OFFSETS_TO_TXN) {
+	if (h->api_key == CODEC_API_ADD_PARTITIONS_TO_TXN) {
+		struct codec_add_partitions_to_txn_request m = { 0 };
+		if (codec_add_partitions_to_txn_request_decode(iov, niov, h->api_version, &m) == CODEC_OK &&
+		    m.transactional_id &&
+		    !proxy_pidmap_issued_to(map, m.producer_id, proxy_pidmap_txn_tag(m.transactional_id)))
+			rc = codec_add_partitions_to_txn_response_encode(&m, CODEC_ERROR_UNKNOWN_PRODUCER_ID,
+									 h->api_version, &body) == CODEC_OK
+				     ? refuse_request(c, in, len, h, m.transactional_id, m.producer_id,
+						      CODEC_ERROR_UNKNOWN_PRODUCER_ID, &body)
+				     : -1;
+		codec_add_partitions_to_txn_request_free(&m);
+	} else if (h->api_key == CODEC_API_ADD_OFFSETS_TO_TXN) {
 		struct codec_add_offsets_to_txn_request m = { 0 };
 		if (codec_add_offsets_to_txn_request_decode(iov, niov, h->api_version, &m) == CODEC_OK &&
 		    m.transactional_id &&
 		    !proxy_pidmap_issued_to(map, m.producer_id, proxy_pidmap_txn_tag(m.transactional_id)))
 			rc = codec_add_offsets_to_txn_response_encode(CODEC_ERROR_UNKNOWN_PRODUCER_ID, h->api_version,
 								      &body) == CODEC_OK
-				     ? refuse_offsets(c, in, len, h, m.transactional_id, m.producer_id,
+				     ? refuse_request(c, in, len, h, m.transactional_id, m.producer_id,
 						      CODEC_ERROR_UNKNOWN_PRODUCER_ID, &body)
 				     : -1;
 		codec_add_offsets_to_txn_request_free(&m);
@@ -284,7 +298,7 @@ int proxy_pidmap_txn_offsets(struct proxy_conn *c, struct evbuffer *in, size_t l
 		    !proxy_pidmap_issued_to(map, m.producer_id, proxy_pidmap_txn_tag(m.transactional_id)))
 			rc = codec_txn_offset_commit_response_encode(&m, CODEC_ERROR_TRANSACTION_ABORTABLE, h->api_version,
 								     &body) == CODEC_OK
-				     ? refuse_offsets(c, in, len, h, m.transactional_id, m.producer_id,
+				     ? refuse_request(c, in, len, h, m.transactional_id, m.producer_id,
 						      CODEC_ERROR_TRANSACTION_ABORTABLE, &body)
 				     : -1;
 		codec_txn_offset_commit_request_free(&m);

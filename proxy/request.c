@@ -283,11 +283,12 @@ int proxy_request_handle(struct proxy_conn *c, struct evbuffer *in, size_t len)
 	}
 	if (!again)
 		metric_add(m_frames[1], 1);
-	if ((h.api_key == CODEC_API_END_TXN || h.api_key == CODEC_API_ADD_OFFSETS_TO_TXN ||
-	     h.api_key == CODEC_API_TXN_OFFSET_COMMIT) && known == PROXY_VERSION_KNOWN) {
+	if ((h.api_key == CODEC_API_END_TXN || h.api_key == CODEC_API_ADD_PARTITIONS_TO_TXN ||
+	     h.api_key == CODEC_API_ADD_OFFSETS_TO_TXN || h.api_key == CODEC_API_TXN_OFFSET_COMMIT) &&
+	    known == PROXY_VERSION_KNOWN) {
 		/* switched: a transaction opened on the source is ended here (pidmap_txn.c) */
 		int ended = h.api_key == CODEC_API_END_TXN ? proxy_pidmap_end_txn(c, in, len, &h)
-							   : proxy_pidmap_txn_offsets(c, in, len, &h);
+							   : proxy_pidmap_source_txn(c, in, len, &h);
 		if (ended != 0)
 			return ended < 0 ? -1 : 0;
 	}

@@ -49,17 +49,21 @@ def transaction_version(source, dest):
         set_transaction_version(c, version)
 
 
-@pytest.mark.parametrize("client", ["java", "java-tv1", "java-offsets", "java-tv1-offsets", "librdkafka", "franz-go"])
+@pytest.mark.parametrize("client", ["java", "java-tv1", "java-offsets", "java-tv1-offsets", "java-tv1-partition", "librdkafka", "franz-go"])
 def test_transaction_open_at_the_switch_ends_and_a_new_one_commits(bed, source, dest, make_syncgate, txn_mirror,
                                                                     producers, clients, client, topic_name,
                                                                     transaction_version):
     """java-tv1: the Java producer with transaction version 1 on both clusters
-    (EndTxn v4: no producer id in its answer; the client bumps its own epoch)."""
+    (EndTxn v4: no producer id in its answer; the client bumps its own epoch);
+    -offsets: the open transaction's first call after the switch is
+    sendOffsetsToTransaction (AddOffsetsToTxn at TV1, TxnOffsetCommit at TV2);
+    -partition: a send to a partition it had not written (AddPartitionsToTxn)."""
     topic = topic_name
     if client.startswith("java-tv1"):
         transaction_version(1)
-    source.create_topic(topic, partitions=1)
-    dest.create_topic(topic, partitions=1)
+    partitions = 2 if client.endswith("-partition") else 1  # partition 1 stays empty until the switch
+    source.create_topic(topic, partitions=partitions)
+    dest.create_topic(topic, partitions=partitions)
     mirror = txn_mirror(source, dest, topic, "read_uncommitted")
     token = write_token(bed)
     extra = lifecycle_extra(f"__sg_state_{uuid.uuid4().hex[:8]}", token)
@@ -93,6 +97,8 @@ def test_transaction_open_at_the_switch_ends_and_a_new_one_commits(bed, source, 
     # the open transaction, carried on after the switch
     if client.endswith("-offsets"):  # consume-transform-produce: the consumed offsets next
         steps = [("offsets", p.ask(f"offsets g-{topic} 0 9", timeout=120))]
+    elif client.endswith("-partition"):  # a partition the transaction had not written: AddPartitionsToTxn first
+        steps = [("send 2 1", p.ask("send 2 1", timeout=120))]
     else:
         steps = [("send 2", p.ask("send 2", timeout=120))]
     steps.append(("commit", p.ask("commit", timeout=120)))
@@ -110,7 +116,9 @@ def test_transaction_open_at_the_switch_ends_and_a_new_one_commits(bed, source, 
     # the application's abort ends it, and the same producer goes on
     assert any(c == "abort" and a.startswith("ABORTED") for c, a in steps), steps
     assert steps[-3][1] == "BEGUN", steps
-    assert source.high_watermark(topic, 0) == source_end, "a record reached the source after the failover"
+    for partition in range(partitions):
+        assert source.high_watermark(topic, partition) == (source_end if partition == 0 else 0), \
+            "a record reached the source after the failover"
     if client == "franz-go" and "UNKNOWN_TOPIC_ID" in steps[-2][1]:
         # franz-go's Produce v13 names the topic by the source's TopicId, which the
         # destination does not know (docs/switchover.md "Cluster identity and topic ids")

@@ -157,17 +157,22 @@ int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr)
 }
 
 /* A client's InitProducerId v4 with TransactionalId `txn`. */
-void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn)
+void client_header(struct codec_buf *b, int16_t key, int16_t version, int32_t corr)
 {
 	b->len = 0;
 	codec_write_i32(b, 0);
-	codec_write_i16(b, CODEC_API_INIT_PRODUCER_ID);
-	codec_write_i16(b, 4);
+	codec_write_i16(b, key);
+	codec_write_i16(b, version);
 	codec_write_i32(b, corr);
 	b->flexible = false;
 	codec_write_str(b, "java");
 	b->flexible = true;
 	codec_write_i8(b, 0);
+}
+
+void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn)
+{
+	client_header(b, CODEC_API_INIT_PRODUCER_ID, 4, corr);
 	struct codec_init_producer_id_request m = { .transactional_id = (char *)txn, .transaction_timeout_ms = 60000,
 						    .producer_id = -1, .producer_epoch = -1 };
 	cr_assert(eq(int, codec_init_producer_id_request_encode(&m, 4, b), CODEC_OK));
@@ -183,15 +188,7 @@ void client_end_txn(struct codec_buf *b, int32_t corr, const char *txn, int64_t 
 void client_end_txn_v(struct codec_buf *b, int32_t corr, int16_t version, const char *txn, int64_t pid,
 		      int16_t epoch, bool committed)
 {
-	b->len = 0;
-	codec_write_i32(b, 0);
-	codec_write_i16(b, CODEC_API_END_TXN);
-	codec_write_i16(b, version);
-	codec_write_i32(b, corr);
-	b->flexible = false;
-	codec_write_str(b, "java");
-	b->flexible = true;
-	codec_write_i8(b, 0);
+	client_header(b, CODEC_API_END_TXN, version, corr);
 	struct codec_end_txn_request m = { .transactional_id = (char *)txn, .producer_id = pid,
 					   .producer_epoch = epoch, .committed = committed };
 	cr_assert(eq(int, codec_end_txn_request_encode(&m, version, b), CODEC_OK));

@@ -27,6 +27,8 @@ void init_pid_answer(struct codec_buf *b, int16_t version, int16_t err, int64_t 
 int16_t produce_error(const uint8_t *cl, size_t n, int32_t corr);
 /* The same answer's error code, and its base offset in `*base` (NULL: not wanted). */
 int16_t produce_answer_of(const uint8_t *cl, size_t n, int32_t corr, int64_t *base);
+/* A flexible request header v2 (ClientId "java") starting a fresh frame `b`. */
+void client_header(struct codec_buf *b, int16_t key, int16_t version, int32_t corr);
 /* A client's InitProducerId v4 with TransactionalId `txn`. */
 void client_init_pid(struct codec_buf *b, int32_t corr, const char *txn);
 /* A client's EndTxn v5 (commit) for `txn`, (`pid`, `epoch`). */

@@ -7,9 +7,9 @@
  * with the id and epoch the broker issued — also when that id is the very
  * number the source gave the producer — after which the next transaction's
  * batch passes; a failed ask answers the broker's error; an abort v4 is
- * answered done; a transaction's consumer offsets are answered here
- * (AddOffsetsToTxn UNKNOWN_PRODUCER_ID, TxnOffsetCommit v5
- * TRANSACTION_ABORTABLE on every partition);
+ * answered done; its other requests are answered here
+ * (AddPartitionsToTxn v2–v3 and AddOffsetsToTxn UNKNOWN_PRODUCER_ID, every
+ * partition; TxnOffsetCommit v5 TRANSACTION_ABORTABLE on every partition);
  * v3, a transaction of this cluster, and a sidecar not switched pass byte
  * for byte.
  */
@@ -71,17 +71,25 @@ static void expect_ask(const uint8_t *up, size_t n, const char *txn)
 	codec_init_producer_id_request_free(&m);
 }
 
+/* Send `q` on `f`: answered here, nothing forwarded; the answer in `cl` (`cap` bytes), its length. */
+static size_t answered_frame(struct fixture *f, const struct codec_buf *q, uint8_t *cl, size_t cap)
+{
+	send_to(f->cl, q);
+	uint8_t up[1024];
+	size_t n = pair_end_drain(f, f->cl, cl, cap);
+	cr_assert(eq(sz, pair_end_drain(f, f->up, up, sizeof(up)), 0), "nothing forwarded");
+	return n;
+}
+
 /* EndTxn v`version` (`pid` 9, epoch 1 under "tx") on `f`: answered here, nothing
  * forwarded; the answer's error code. */
 static int16_t answered_here(struct fixture *f, int32_t corr, int16_t version, bool committed)
 {
 	struct codec_buf q = PAIR_FLEX_BUF;
 	client_end_txn_v(&q, corr, version, "tx", 9, 1, committed);
-	send_to(f->cl, &q);
+	uint8_t cl[256];
+	size_t n = answered_frame(f, &q, cl, sizeof(cl));
 	codec_buf_free(&q);
-	uint8_t up[1024], cl[256];
-	size_t n = pair_end_drain(f, f->cl, cl, sizeof(cl));
-	cr_assert(eq(sz, pair_end_drain(f, f->up, up, sizeof(up)), 0), "nothing forwarded");
 	return end_txn_read(cl, n, version, corr).error_code;
 }
 
@@ -216,24 +224,10 @@ Test(pidmap_txn, v3_and_not_switched_pass_byte_for_byte)
 	codec_buf_free(&q);
 }
 
-/* A flexible request header v2 (ClientId "java") in a fresh frame `b`. */
-static void header(struct codec_buf *b, int16_t key, int16_t version, int32_t corr)
-{
-	b->len = 0;
-	codec_write_i32(b, 0);
-	codec_write_i16(b, key);
-	codec_write_i16(b, version);
-	codec_write_i32(b, corr);
-	b->flexible = false;
-	codec_write_str(b, "java");
-	b->flexible = true;
-	codec_write_i8(b, 0);
-}
-
 /* A client's AddOffsetsToTxn v`version` (3..4) of (`pid`, epoch 1) under "tx", group "g". */
 static void add_offsets(struct codec_buf *b, int32_t corr, int16_t version, int64_t pid)
 {
-	header(b, CODEC_API_ADD_OFFSETS_TO_TXN, version, corr);
+	client_header(b, CODEC_API_ADD_OFFSETS_TO_TXN, version, corr);
 	struct codec_add_offsets_to_txn_request m = { .transactional_id = "tx", .producer_id = pid,
 						      .producer_epoch = 1, .group_id = "g" };
 	cr_assert(eq(int, codec_add_offsets_to_txn_request_encode(&m, version, b), CODEC_OK));
@@ -244,7 +238,7 @@ static void add_offsets(struct codec_buf *b, int32_t corr, int16_t version, int6
  * topic "a" partitions 0 and 1, topic "b" partition 2. */
 static void txn_offset_commit(struct codec_buf *b, int32_t corr, int64_t pid)
 {
-	header(b, CODEC_API_TXN_OFFSET_COMMIT, 5, corr);
+	client_header(b, CODEC_API_TXN_OFFSET_COMMIT, 5, corr);
 	codec_write_str(b, "tx");
 	codec_write_str(b, "g");
 	codec_write_i64(b, pid);
@@ -272,41 +266,40 @@ static void txn_offset_commit(struct codec_buf *b, int32_t corr, int64_t pid)
 	pair_frame_seal(b);
 }
 
-Test(pidmap_txn, add_offsets_of_a_source_transaction_is_answered_unknown_producer_id)
+/* A client's AddPartitionsToTxn v`version` (0..3) of (`pid`, epoch 1) under "tx":
+ * topic "a" partitions 0 and 1, topic "b" partition 2. */
+static void add_partitions(struct codec_buf *b, int32_t corr, int16_t version, int64_t pid)
 {
-	struct fixture f;
-	pair(&f, true);
-	double refused0 = ended("offsets_refused");
-	struct codec_buf q = PAIR_FLEX_BUF;
-	add_offsets(&q, 92, 4, 9);
-	send_to(f.cl, &q);
-	uint8_t up[1024], cl[256];
-	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing forwarded");
-	cr_assert(eq(sz, n, 4 + 4 + 1 + 4 + 2 + 1), "header v1, ThrottleTimeMs, ErrorCode, tags");
-	cr_assert(eq(i32, be32(cl + 4), 92));
-	cr_assert(eq(i16, be16(cl + 13), CODEC_ERROR_UNKNOWN_PRODUCER_ID), "abortable, and the client bumps its epoch");
-	cr_assert(eq(dbl, ended("offsets_refused"), refused0 + 1));
-	codec_buf_free(&q);
-	pair_fini(&f);
+	int32_t pa[] = { 0, 1 }, pb[] = { 2 };
+	struct codec_add_partitions_topic topics[] = { { "a", pa, 2 }, { "b", pb, 1 } };
+	struct codec_add_partitions_to_txn_request m = { .transactional_id = "tx", .producer_id = pid,
+							 .producer_epoch = 1, .topics = topics, .ntopics = 2 };
+	if (version >= 3) {
+		client_header(b, CODEC_API_ADD_PARTITIONS_TO_TXN, version, corr);
+	} else { /* request header v1 */
+		b->len = 0;
+		codec_write_i32(b, 0);
+		codec_write_i16(b, CODEC_API_ADD_PARTITIONS_TO_TXN);
+		codec_write_i16(b, version);
+		codec_write_i32(b, corr);
+		b->flexible = false;
+		codec_write_str(b, "java");
+	}
+	cr_assert(eq(int, codec_add_partitions_to_txn_request_encode(&m, version, b), CODEC_OK));
+	pair_frame_seal(b);
 }
 
-Test(pidmap_txn, txn_offset_commit_of_a_source_transaction_is_answered_on_every_partition)
+/* The answer in `cl` (n bytes) to `corr`, response header v`hv`, the body's
+ * flexibility `flex`: ThrottleTimeMs, then topics "a" (0, 1) and "b" (2),
+ * every partition `code`, and nothing after. */
+static void expect_every_partition(const uint8_t *cl, size_t n, int32_t corr, int hv, bool flex, int16_t code)
 {
-	struct fixture f;
-	pair(&f, true);
-	struct codec_buf q = PAIR_FLEX_BUF;
-	txn_offset_commit(&q, 94, 9);
-	send_to(f.cl, &q);
-	uint8_t up[1024], cl[256];
-	size_t n = pair_end_drain(&f, f.cl, cl, sizeof(cl));
-	cr_assert(eq(sz, pair_end_drain(&f, f.up, up, sizeof(up)), 0), "nothing forwarded");
-	cr_assert(eq(sz, n, (size_t)be32(cl) + 4));
-	cr_assert(eq(i32, be32(cl + 4), 94));
-	struct codec_iov iov = { cl + 9, n - 9 };
+	cr_assert(eq(sz, n, (size_t)be32(cl) + 4), "one frame");
+	cr_assert(eq(i32, be32(cl + 4), corr));
+	struct codec_iov iov = { cl + 8 + (size_t)hv, n - 8 - (size_t)hv };
 	struct codec_reader r;
 	codec_reader_init(&r, &iov, 1);
-	r.flexible = true;
+	r.flexible = flex;
 	cr_assert(eq(i32, codec_read_i32(&r), 0), "ThrottleTimeMs");
 	cr_assert(eq(i32, codec_read_array_len(&r, false, 1), 2));
 	const char *names[] = { "a", "b" };
@@ -319,13 +312,58 @@ Test(pidmap_txn, txn_offset_commit_of_a_source_transaction_is_answered_on_every_
 		cr_assert(eq(i32, codec_read_array_len(&r, false, 1), np));
 		for (int k = 0; k < np; k++) {
 			cr_assert(eq(i32, codec_read_i32(&r), want[t][k]));
-			cr_assert(eq(i16, codec_read_i16(&r), CODEC_ERROR_TRANSACTION_ABORTABLE));
+			cr_assert(eq(i16, codec_read_i16(&r), code));
 			codec_read_tags(&r, NULL, NULL, NULL);
 		}
 		codec_read_tags(&r, NULL, NULL, NULL);
 	}
 	codec_read_tags(&r, NULL, NULL, NULL);
 	cr_assert(eq(int, codec_reader_finish(&r), CODEC_OK), "every byte read");
+}
+
+Test(pidmap_txn, add_partitions_of_a_source_transaction_is_answered_unknown_producer_id_on_every_partition)
+{
+	struct fixture f;
+	pair(&f, true);
+	struct codec_buf q = PAIR_FLEX_BUF;
+	for (int16_t v = 2; v <= 3; v++) { /* Java 4.3 sends v3 (transaction version 1) */
+		double refused0 = ended("refused");
+		add_partitions(&q, 97 + v, v, 9);
+		uint8_t cl[256];
+		size_t n = answered_frame(&f, &q, cl, sizeof(cl));
+		expect_every_partition(cl, n, 97 + v, v >= 3 ? 1 : 0, v >= 3, CODEC_ERROR_UNKNOWN_PRODUCER_ID);
+		cr_assert(eq(dbl, ended("refused"), refused0 + 1));
+	}
+	codec_buf_free(&q);
+	pair_fini(&f);
+}
+
+Test(pidmap_txn, add_offsets_of_a_source_transaction_is_answered_unknown_producer_id)
+{
+	struct fixture f;
+	pair(&f, true);
+	double refused0 = ended("refused");
+	struct codec_buf q = PAIR_FLEX_BUF;
+	add_offsets(&q, 92, 4, 9);
+	uint8_t cl[256];
+	size_t n = answered_frame(&f, &q, cl, sizeof(cl));
+	cr_assert(eq(sz, n, 4 + 4 + 1 + 4 + 2 + 1), "header v1, ThrottleTimeMs, ErrorCode, tags");
+	cr_assert(eq(i32, be32(cl + 4), 92));
+	cr_assert(eq(i16, be16(cl + 13), CODEC_ERROR_UNKNOWN_PRODUCER_ID), "abortable, and the client bumps its epoch");
+	cr_assert(eq(dbl, ended("refused"), refused0 + 1));
+	codec_buf_free(&q);
+	pair_fini(&f);
+}
+
+Test(pidmap_txn, txn_offset_commit_of_a_source_transaction_is_answered_on_every_partition)
+{
+	struct fixture f;
+	pair(&f, true);
+	struct codec_buf q = PAIR_FLEX_BUF;
+	txn_offset_commit(&q, 94, 9);
+	uint8_t cl[256];
+	size_t n = answered_frame(&f, &q, cl, sizeof(cl));
+	expect_every_partition(cl, n, 94, 1, true, CODEC_ERROR_TRANSACTION_ABORTABLE);
 	codec_buf_free(&q);
 	pair_fini(&f);
 }
@@ -343,6 +381,8 @@ Test(pidmap_txn, a_transaction_of_this_cluster_passes)
 	a.data[4] = 0, a.data[5] = 0, a.data[6] = 0, a.data[7] = 90; /* correlation id 90 */
 	send_to(f.up, &a);
 	cr_assert(eq(sz, pair_end_drain(&f, f.cl, cl, sizeof(cl)), a.len));
+	add_partitions(&q, 98, 3, 77);
+	forwarded(&f, &q);
 	add_offsets(&q, 95, 4, 77);
 	forwarded(&f, &q);
 	txn_offset_commit(&q, 96, 77);
