@@ -176,6 +176,11 @@ def test_consumers_see_only_mirrored_records_s21(clamp_classes, make_syncgate, m
         fetches0 = sg.metric("syncgate_consumer_fetch_requests_total")
         t0 = time.monotonic()
         java = java_consumer(clamp_classes, sg.bootstrap, topic_name, 10, isolation=isolation)
+        # its first line, END <endOffsets>, read while the mirror is paused (a JVM
+        # that starts after the resume would rightly see 10)
+        java_first: list = []
+        java_reader = threading.Thread(target=lambda: java_first.append(java.stdout.readline()))
+        java_reader.start()
         got_c: list = []
         ct = threading.Thread(target=confluent_consume,
                               args=(sg.bootstrap, topic_name, isolation, 60, 10, got_c,
@@ -205,6 +210,8 @@ def test_consumers_see_only_mirrored_records_s21(clamp_classes, make_syncgate, m
               f"({fetches / paused_s:.1f}/s for 2 consumers), {held:.0f} held")
         assert fetches <= bound, (fetches, paused_s)
         assert sg.metric("syncgate_consumer_records_withheld_total") > 0
+        java_reader.join(90)
+        assert java_first, "the Java consumer printed nothing while the mirror was paused"
         mirror.resume()
         resumed_at = time.time()
         ct.join(60)
@@ -213,7 +220,7 @@ def test_consumers_see_only_mirrored_records_s21(clamp_classes, make_syncgate, m
         if resumed_at is None:
             mirror.resume()
     assert java.returncode == 0, err_s[-3000:]
-    lines = out.splitlines()
+    lines = java_first[0].splitlines() + out.splitlines()
     assert lines[0] == "END 5", lines[:3]
     recs = [ln.split(" ", 3) for ln in lines if ln.startswith("REC ")]
     assert [int(r[2]) for r in recs] == list(range(10)), recs
